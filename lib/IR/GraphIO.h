@@ -1,0 +1,43 @@
+//===- GraphIO.h - reading and writing graph documents --------------------===//
+// Two encodings of the same document: JSON (format v1, schemas/uop-graph.schema.json) and the binary
+// .uopb (docs/uopb.md). Readers detect the encoding from the content, never from the file name.
+// Every problem with the input throws Error with one message naming the node id where there is one.
+#pragma once
+
+#include "IR/Graph.h"
+
+#include <string>
+#include <string_view>
+
+namespace uopc {
+
+/// Limits that keep absurd input from exhausting the machine; each violation is an Error.
+struct ReadLimits {
+  size_t maxNodes = 1u << 26;     ///< 67M nodes
+  size_t maxSrcs = 1u << 20;      ///< sources of one node
+  unsigned maxArgDepth = 64;      ///< nesting of arg tuples/records
+  size_t maxArgItems = 1u << 24;  ///< elements of one arg tuple
+};
+
+/// Reads a JSON or .uopb document (detected by content). `name` is used in messages.
+Graph readGraph(std::string_view bytes, std::string_view name = "<input>", const ReadLimits &limits = {});
+/// Reads a file; throws Error when it cannot be read.
+Graph readGraphFile(const std::string &path, const ReadLimits &limits = {});
+
+Graph readGraphJson(std::string_view text, std::string_view name = "<input>", const ReadLimits &limits = {});
+Graph readGraphBinary(std::string_view bytes, std::string_view name = "<input>", const ReadLimits &limits = {});
+
+/// Writes the graph reachable from g.root as JSON: nodes in topological order, ids 0..n-1, one node a
+/// line. Deterministic: the same graph gives the same bytes.
+std::string writeGraphJson(const Graph &g);
+/// Writes the same document in the .uopb encoding.
+std::string writeGraphBinary(const Graph &g);
+
+/// True when the bytes start like a .uopb document.
+bool looksBinary(std::string_view bytes);
+
+/// Structural equality of two documents' graphs: same node set (compared by structure, independent
+/// of node order and ids), same root, same header fields. On inequality `why` says where they differ.
+bool sameGraph(const Graph &a, const Graph &b, std::string *why = nullptr);
+
+} // namespace uopc

@@ -1,0 +1,340 @@
+//===- UOp.cpp - the arena and the intern tables ---------------------------===//
+#include "IR/UOp.h"
+
+#include "IR/Error.h"
+
+#include <bit>
+#include <cstring>
+#include <new>
+
+namespace uopc {
+namespace {
+
+inline uint64_t mix(uint64_t h, uint64_t v) {
+  // splitmix-style combine: cheap and well distributed for pointer and small integer inputs
+  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  h ^= h >> 31;
+  h *= 0xbf58476d1ce4e5b9ULL;
+  return h ^ (h >> 29);
+}
+inline uint64_t ptrBits(const void *p) { return reinterpret_cast<uintptr_t>(p); }
+uint64_t hashBytes(const char *p, size_t n) {
+  uint64_t h = 1469598103934665603ULL; // FNV-1a
+  for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<unsigned char>(p[i])) * 1099511628211ULL;
+  return h;
+}
+
+/// Bump allocator: big blocks, never freed one by one.
+class Arena {
+public:
+  ~Arena() {
+    for (char *b : blocks_) ::operator delete(b);
+  }
+  void *allocate(size_t bytes, size_t align) {
+    size_t off = (cur_ + align - 1) & ~(align - 1);
+    if (blocks_.empty() || off + bytes > blockSize_) {
+      size_t size = bytes > kBlock / 4 ? bytes + align : kBlock;
+      char *b = static_cast<char *>(::operator new(size));
+      total_ += size;
+      if (size != kBlock) { // oversized: its own block, keep bumping the current one
+        blocks_.insert(blocks_.begin(), b);
+        return reinterpret_cast<void *>((reinterpret_cast<uintptr_t>(b) + align - 1) & ~(uintptr_t)(align - 1));
+      }
+      blocks_.push_back(b);
+      blockSize_ = size;
+      off = 0;
+    }
+    cur_ = off + bytes;
+    return blocks_.back() + off;
+  }
+  size_t total() const { return total_; }
+
+private:
+  static constexpr size_t kBlock = 1 << 20;
+  std::vector<char *> blocks_;
+  size_t cur_ = 0, blockSize_ = 0, total_ = 0;
+};
+
+/// Open-addressing set of interned pointers keyed by their stored hash.
+template <typename T> class InternTable {
+public:
+  InternTable() : slots_(1024, nullptr) {}
+  template <typename Eq> T *find(uint64_t h, Eq &&eq) const {
+    size_t mask = slots_.size() - 1;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+      T *s = slots_[i];
+      if (!s) return nullptr;
+      if (s->hash == h && eq(s)) return s;
+    }
+  }
+  void insert(T *v) {
+    if ((count_ + 1) * 10 > slots_.size() * 7) grow();
+    place(slots_, v);
+    ++count_;
+  }
+  size_t bytes() const { return slots_.size() * sizeof(T *); }
+
+private:
+  static void place(std::vector<T *> &slots, T *v) {
+    size_t mask = slots.size() - 1;
+    size_t i = v->hash & mask;
+    while (slots[i]) i = (i + 1) & mask;
+    slots[i] = v;
+  }
+  void grow() {
+    std::vector<T *> bigger(slots_.size() * 2, nullptr);
+    for (T *s : slots_)
+      if (s) place(bigger, s);
+    slots_.swap(bigger);
+  }
+  std::vector<T *> slots_;
+  size_t count_ = 0;
+};
+
+} // namespace
+
+struct Context::Impl {
+  Arena arena;
+  InternTable<UOp> uops;
+  InternTable<Arg> args;
+};
+
+Context::Context() : impl_(std::make_unique<Impl>()) {}
+Context::~Context() = default;
+
+void *Context::allocate(size_t bytes, size_t align) { return impl_->arena.allocate(bytes, align); }
+std::string_view Context::saveString(std::string_view s) {
+  char *p = static_cast<char *>(allocate(s.size() + 1, 1));
+  if (!s.empty()) std::memcpy(p, s.data(), s.size());
+  p[s.size()] = 0;
+  return {p, s.size()};
+}
+size_t Context::memoryUsage() const {
+  return impl_->arena.total() + impl_->uops.bytes() + impl_->args.bytes() + nodes_.capacity() * sizeof(void *);
+}
+
+const UOp *Context::make(Op op, DType dtype, std::span<const UOp *const> src, const Arg *arg, const Arg *tag) {
+  uint64_t h = mix(mix(static_cast<uint64_t>(op) << 8 | static_cast<uint64_t>(dtype), ptrBits(arg)), ptrBits(tag));
+  for (const UOp *s : src) h = mix(h, s->hash);
+  auto eq = [&](const UOp *u) {
+    if (u->op != op || u->dtype != dtype || u->arg != arg || u->tag != tag || u->nsrc != src.size()) return false;
+    for (size_t i = 0; i < src.size(); ++i)
+      if (u->srcs[i] != src[i]) return false;
+    return true;
+  };
+  if (UOp *found = impl_->uops.find(h, eq)) return found;
+  if (nodes_.size() >= UINT32_MAX) fail("too many nodes (over 2^32)");
+  auto *u = static_cast<UOp *>(allocate(sizeof(UOp), alignof(UOp)));
+  const UOp **srcs = nullptr;
+  if (!src.empty()) {
+    srcs = static_cast<const UOp **>(allocate(sizeof(UOp *) * src.size(), alignof(UOp *)));
+    std::memcpy(srcs, src.data(), sizeof(UOp *) * src.size());
+  }
+  new (u) UOp{op, dtype, static_cast<uint32_t>(src.size()), static_cast<uint32_t>(nodes_.size()), srcs, arg, tag, h};
+  impl_->uops.insert(u);
+  nodes_.push_back(u);
+  return u;
+}
+
+const UOp *Context::withSrc(const UOp *u, std::span<const UOp *const> src) {
+  if (src.size() == u->nsrc) {
+    bool same = true;
+    for (size_t i = 0; i < src.size() && same; ++i) same = src[i] == u->srcs[i];
+    if (same) return u;
+  }
+  return make(u->op, u->dtype, src, u->arg, u->tag);
+}
+
+const Arg *Context::internArg(Arg &proto, std::span<const Arg *const> items, std::span<const std::string_view> keys) {
+  uint64_t h = mix(static_cast<uint64_t>(proto.kind) << 8 | proto.small, uint64_t(proto.count) << 32 | proto.len);
+  h = mix(h, proto.uval);
+  if (proto.data) h = mix(h, hashBytes(proto.data, proto.len));
+  for (const Arg *a : items) h = mix(h, a ? a->hash : 0x51ed);
+  for (std::string_view k : keys) h = mix(h, hashBytes(k.data(), k.size()));
+  proto.hash = h;
+  auto eq = [&](const Arg *a) {
+    if (a->kind != proto.kind || a->small != proto.small || a->count != proto.count || a->len != proto.len ||
+        a->uval != proto.uval)
+      return false;
+    if (proto.len && std::memcmp(a->data, proto.data, proto.len) != 0) return false;
+    for (size_t i = 0; i < items.size(); ++i)
+      if (a->items[i] != items[i]) return false;
+    for (size_t i = 0; i < keys.size(); ++i)
+      if (a->fieldNames[i] != keys[i]) return false;
+    return true;
+  };
+  if (Arg *found = impl_->args.find(h, eq)) return found;
+  auto *a = static_cast<Arg *>(allocate(sizeof(Arg), alignof(Arg)));
+  new (a) Arg(proto);
+  if (proto.data) a->data = saveString(std::string_view(proto.data, proto.len)).data();
+  if (!items.empty()) {
+    auto **it = static_cast<const Arg **>(allocate(sizeof(Arg *) * items.size(), alignof(Arg *)));
+    for (size_t i = 0; i < items.size(); ++i) {
+      it[i] = items[i];
+      if (items[i] && items[i]->hasRef) a->hasRef = true;
+    }
+    a->items = it;
+  }
+  if (!keys.empty()) {
+    auto *ks = static_cast<std::string_view *>(allocate(sizeof(std::string_view) * keys.size(), alignof(std::string_view)));
+    for (size_t i = 0; i < keys.size(); ++i) new (&ks[i]) std::string_view(saveString(keys[i]));
+    a->fieldNames = ks;
+  }
+  impl_->args.insert(a);
+  return a;
+}
+
+namespace {
+Arg scalarProto(ArgKind k, uint8_t small = 0) {
+  Arg a;
+  a.kind = k;
+  a.small = small;
+  return a;
+}
+} // namespace
+
+const Arg *Context::argBool(bool v) {
+  Arg a = scalarProto(ArgKind::Bool, v);
+  return internArg(a, {}, {});
+}
+const Arg *Context::argInt(int64_t v) {
+  Arg a = scalarProto(ArgKind::Int);
+  a.ival = v;
+  return internArg(a, {}, {});
+}
+const Arg *Context::argUInt(uint64_t v) {
+  if (v <= static_cast<uint64_t>(INT64_MAX)) return argInt(static_cast<int64_t>(v));
+  Arg a = scalarProto(ArgKind::UInt);
+  a.uval = v;
+  return internArg(a, {}, {});
+}
+const Arg *Context::argFloat(double v) {
+  Arg a = scalarProto(ArgKind::Float);
+  a.uval = std::bit_cast<uint64_t>(v);
+  return internArg(a, {}, {});
+}
+const Arg *Context::argBigInt(std::string_view digits) {
+  Arg a = scalarProto(ArgKind::BigInt);
+  a.data = digits.data();
+  a.len = static_cast<uint32_t>(digits.size());
+  return internArg(a, {}, {});
+}
+const Arg *Context::argString(std::string_view s) {
+  Arg a = scalarProto(ArgKind::String);
+  a.data = s.empty() ? "" : s.data();
+  a.len = static_cast<uint32_t>(s.size());
+  return internArg(a, {}, {});
+}
+const Arg *Context::argBytes(std::string_view raw) {
+  Arg a = scalarProto(ArgKind::Bytes);
+  a.data = raw.empty() ? "" : raw.data();
+  a.len = static_cast<uint32_t>(raw.size());
+  return internArg(a, {}, {});
+}
+const Arg *Context::argInvalid() {
+  Arg a = scalarProto(ArgKind::Invalid);
+  return internArg(a, {}, {});
+}
+const Arg *Context::argOp(Op op) {
+  Arg a = scalarProto(ArgKind::OpName, static_cast<uint8_t>(op));
+  return internArg(a, {}, {});
+}
+const Arg *Context::argDType(DType dt) {
+  Arg a = scalarProto(ArgKind::DType, static_cast<uint8_t>(dt));
+  return internArg(a, {}, {});
+}
+const Arg *Context::argAxisType(AxisType v) {
+  Arg a = scalarProto(ArgKind::AxisType, static_cast<uint8_t>(v));
+  return internArg(a, {}, {});
+}
+const Arg *Context::argAddrSpace(AddrSpace v) {
+  Arg a = scalarProto(ArgKind::AddrSpace, static_cast<uint8_t>(v));
+  return internArg(a, {}, {});
+}
+const Arg *Context::argRef(const UOp *u) {
+  Arg a = scalarProto(ArgKind::UOpRef);
+  a.refval = u;
+  a.hasRef = true;
+  return internArg(a, {}, {});
+}
+const Arg *Context::argTuple(std::span<const Arg *const> elems) {
+  Arg a = scalarProto(ArgKind::Tuple);
+  a.count = static_cast<uint32_t>(elems.size());
+  return internArg(a, elems, {});
+}
+const Arg *Context::argRecord(std::string_view className,
+                              std::span<const std::pair<std::string_view, const Arg *>> fields) {
+  std::vector<const Arg *> vals;
+  std::vector<std::string_view> keys;
+  vals.reserve(fields.size());
+  keys.reserve(fields.size());
+  for (auto &[k, v] : fields) {
+    keys.push_back(k);
+    vals.push_back(v);
+  }
+  Arg a = scalarProto(ArgKind::Record);
+  a.data = className.data();
+  a.len = static_cast<uint32_t>(className.size());
+  a.count = static_cast<uint32_t>(vals.size());
+  return internArg(a, vals, keys);
+}
+
+const Arg *Arg::field(std::string_view name) const {
+  if (kind != ArgKind::Record) return nullptr;
+  for (uint32_t i = 0; i < count; ++i)
+    if (fieldNames[i] == name) return items[i];
+  return nullptr;
+}
+
+std::vector<const UOp *> toposort(const UOp *root) {
+  std::vector<const UOp *> order;
+  if (!root) return order;
+  // state: 0 unseen, 1 on stack, 2 done. Indexed by UOp::index, so one byte per node of the context.
+  std::vector<uint8_t> state;
+  auto st = [&](const UOp *u) -> uint8_t & {
+    if (u->index >= state.size()) state.resize(u->index + 1 + state.size() / 2, 0);
+    return state[u->index];
+  };
+  std::vector<std::pair<const UOp *, uint32_t>> stack;
+  std::vector<const UOp *> refs;
+  auto collectRefs = [&](const Arg *a) {
+    refs.clear();
+    if (!a || !a->hasRef) return;
+    std::vector<const Arg *> work{a};
+    while (!work.empty()) {
+      const Arg *x = work.back();
+      work.pop_back();
+      if (!x) continue;
+      if (x->kind == ArgKind::UOpRef) refs.push_back(x->ref());
+      for (const Arg *e : x->elems())
+        if (e && e->hasRef) work.push_back(e);
+    }
+  };
+  stack.push_back({root, 0});
+  st(root) = 1;
+  while (!stack.empty()) {
+    auto &[u, i] = stack.back();
+    // sources first, then nodes referenced from the arg
+    const UOp *next = nullptr;
+    while (i < u->nsrc) {
+      const UOp *s = u->srcs[i++];
+      if (st(s) == 0) { next = s; break; }
+    }
+    if (!next && u->arg && u->arg->hasRef) {
+      collectRefs(u->arg);
+      for (const UOp *r : refs)
+        if (st(r) == 0) { next = r; break; }
+    }
+    if (next) {
+      st(next) = 1;
+      stack.push_back({next, 0});
+      continue;
+    }
+    st(u) = 2;
+    order.push_back(u);
+    stack.pop_back();
+  }
+  return order;
+}
+
+} // namespace uopc
