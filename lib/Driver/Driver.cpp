@@ -1,4 +1,158 @@
+//===- Driver.cpp - the uopc command line ---------------------------------===//
+// Parses flags, reads the graph, runs the pipeline through the pass manager and writes the output
+// directory. Exit codes: 0 success, 1 bad input (one message on stderr), 2 bad usage.
 #include "Driver/Driver.h"
+
+#include "Driver/OutputDir.h"
+#include "IR/Error.h"
+#include "IR/GraphIO.h"
+#include "Passes/PassManager.h"
+
+#include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <cstring>
+#include <iostream>
+
 namespace uopc {
-int uopcMain(int, char **) { return 2; }
+namespace {
+
+constexpr int kExitOk = 0, kExitBadInput = 1, kExitUsage = 2;
+
+void setupLogging(int verbosity, const std::string &level) {
+  auto logger = spdlog::stderr_color_st("uopc");
+  logger->set_pattern("uopc: %l: %v");
+  spdlog::set_default_logger(logger);
+  spdlog::level::level_enum lvl = spdlog::level::warn;
+  if (verbosity == 1) lvl = spdlog::level::info;
+  if (verbosity >= 2) lvl = spdlog::level::debug;
+  if (!level.empty()) lvl = spdlog::level::from_str(level);
+  spdlog::set_level(lvl);
 }
+
+void addLogOptions(CLI::App &app, int &verbosity, std::string &level) {
+  app.add_flag("-v,--verbose", verbosity, "More log output (-v info, -vv debug)");
+  app.add_option("--log-level", level, "Log level")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
+}
+
+/// `uopc convert IN -o OUT [--format json|uopb]`: re-encodes a graph document.
+int convertMain(int argc, char **argv) {
+  CLI::App app{"uopc convert: re-encode a graph document (JSON <-> .uopb)", "uopc convert"};
+  std::string input, output, format;
+  int verbosity = 0;
+  std::string level;
+  app.add_option("input", input, "Graph document (JSON or .uopb, detected by content)")->required();
+  app.add_option("-o,--output", output, "Output file")->required();
+  app.add_option("--format", format, "Output encoding (default: from the output name, .uopb or JSON)")
+      ->check(CLI::IsMember({"json", "uopb"}));
+  addLogOptions(app, verbosity, level);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    int rc = app.exit(e);
+    return rc == 0 ? kExitOk : kExitUsage;
+  }
+  setupLogging(verbosity, level);
+  if (format.empty())
+    format = output.size() >= 5 && output.compare(output.size() - 5, 5, ".uopb") == 0 ? "uopb" : "json";
+  try {
+    Graph g = readGraphFile(input);
+    writeFileAtomic(output, format == "uopb" ? writeGraphBinary(g) : writeGraphJson(g));
+  } catch (const Error &e) {
+    std::cerr << "uopc: error: " << e.what() << "\n";
+    return kExitBadInput;
+  }
+  return kExitOk;
+}
+
+int compileMain(int argc, char **argv) {
+  CLI::App app{"uopc: ahead-of-time compiler for tinygrad UOp graphs.\n"
+               "  uopc GRAPH -o DIR          compile a graph (JSON or .uopb)\n"
+               "  uopc convert IN -o OUT     re-encode a graph document (JSON <-> .uopb)",
+               "uopc"};
+  std::string input, outDir, target = "c", pipelineText, emit;
+  bool listPasses = false;
+  int verbosity = 0;
+  std::string level;
+  PassManagerOptions pm;
+  app.add_option("graph", input, "Graph document (JSON or .uopb, detected by content)");
+  app.add_option("-o,--output", outDir, "Output directory (written atomically)");
+  app.add_option("--target", target, "Kernel language")->check(CLI::IsMember({"c", "llvm", "ptx"}));
+  app.add_option("--pass-pipeline", pipelineText, "Comma-separated passes (default: the full pipeline)");
+  app.add_option("--emit", emit, "What to write: 'graph' writes the final graph as graph.json")
+      ->check(CLI::IsMember({"graph", "kernels"}));
+  app.add_flag("--list-passes", listPasses, "List the registered passes and exit");
+  app.add_flag("--print-after-all", pm.printAfterAll, "Print the graph after every pass (stdout)");
+  app.add_option("--print-after", pm.printAfter, "Print the graph after this pass (repeatable)")->delimiter(',');
+  app.add_flag("--print-changed", pm.printChanged, "With a print option: only print passes that changed the graph");
+  app.add_option("--dump-dir", pm.dumpDir, "Write NN-<pass>.json after every pass into this directory");
+  app.add_flag("--time-passes", pm.timePasses, "Print the time each pass took (stderr)");
+  app.add_flag("--verify-each", pm.verifyEach, "Run the verifier after every pass");
+  addLogOptions(app, verbosity, level);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    int rc = app.exit(e);
+    return rc == 0 ? kExitOk : kExitUsage;
+  }
+  setupLogging(verbosity, level);
+
+  if (listPasses) {
+    for (const PassInfo &p : allPasses()) std::cout << p.flag << "\t" << p.description << "\n";
+    return kExitOk;
+  }
+  if (input.empty()) {
+    std::cerr << "uopc: error: no input graph (see --help)\n";
+    return kExitUsage;
+  }
+  if (outDir.empty()) {
+    std::cerr << "uopc: error: no output directory: pass -o DIR\n";
+    return kExitUsage;
+  }
+  std::vector<const PassInfo *> pipeline;
+  try {
+    if (pipelineText.empty()) {
+      for (const std::string &name : defaultPipeline()) pipeline.push_back(findPass(name));
+    } else {
+      pipeline = parsePipeline(pipelineText);
+    }
+    for (const std::string &name : pm.printAfter)
+      if (!findPass(name)) fail("unknown pass '" + name + "' in --print-after (see --list-passes)");
+  } catch (const Error &e) {
+    std::cerr << "uopc: error: " << e.what() << "\n";
+    return kExitUsage;
+  }
+  if (emit.empty()) emit = "kernels";
+
+  try {
+    // Refuse before doing any work what cannot be produced yet: no partial output either way.
+    if (emit == "kernels")
+      fail("the '" + target + "' backend is not implemented yet; use --emit graph to write the final graph");
+    spdlog::info("reading {}", input);
+    Graph g = readGraphFile(input);
+    spdlog::info("running {} passes", pipeline.size());
+    runPipeline(g, pipeline, pm, std::cout, std::cerr);
+    OutputDir out(outDir);
+    out.write("graph.json", writeGraphJson(g));
+    out.commit();
+  } catch (const Error &e) {
+    std::cout.flush();
+    std::cerr << "uopc: error: " << e.what() << "\n";
+    return kExitBadInput;
+  } catch (const std::bad_alloc &) {
+    std::cerr << "uopc: error: out of memory\n";
+    return kExitBadInput;
+  }
+  return kExitOk;
+}
+
+} // namespace
+
+int uopcMain(int argc, char **argv) {
+  if (argc >= 2 && std::strcmp(argv[1], "convert") == 0) return convertMain(argc - 1, argv + 1);
+  return compileMain(argc, argv);
+}
+
+} // namespace uopc

@@ -1,0 +1,33 @@
+# Entry points for people and CI. Everything goes through CMake in build/ (Release with assertions).
+#   make demo  - install what is missing, build, compile and run the bundled example
+#   make test  - install what is missing, build, run the whole test suite (unit + lit + corpus)
+BUILD ?= build
+JOBS ?= 2
+CMAKE_FLAGS ?=
+
+.PHONY: all setup build demo test bench clean asan
+
+all: build
+
+setup:
+	@./scripts/setup.sh
+
+build: setup
+	@cmake -S . -B $(BUILD) -G Ninja $(CMAKE_FLAGS) > /dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+demo: build
+	@./examples/run-demo.sh $(BUILD)
+
+test: build
+	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+bench: build
+	@./bench/run.sh $(BUILD)
+
+# The same suite under AddressSanitizer + UndefinedBehaviorSanitizer.
+asan:
+	@$(MAKE) test BUILD=build-asan CMAKE_FLAGS="-DUOPC_SANITIZE=ON"
+
+clean:
+	rm -rf $(BUILD) build-asan

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Runs every benchmark and prints its figures. Usage: bench/run.sh [BUILD_DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${1:-build}
+CORPUS=${UOPC_CORPUS:-../shared/corpus}
+for b in "$BUILD"/bench_*; do
+  [ -x "$b" ] || continue
+  echo "== $(basename "$b")"
+  "$b" --corpus "$CORPUS"
+done
