@@ -6,6 +6,7 @@
 //   bench_read [--corpus DIR] [--nodes N]
 #include "IR/GraphIO.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
