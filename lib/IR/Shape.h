@@ -6,6 +6,7 @@
 
 #include "IR/Graph.h"
 
+#include <deque>
 #include <optional>
 #include <span>
 #include <string>
@@ -21,7 +22,8 @@ using Shape = std::vector<const UOp *>;
 class ShapeInfo {
 public:
   explicit ShapeInfo(const Graph &g) : g_(g) {}
-  /// The node's shape, or nullopt when the node has none (a SINK, a STORE, an index-level node).
+  /// The node's shape, or nullopt when the node has none (a SINK, an index-level node). A STORE has
+  /// its destination's shape. The reference stays valid as long as the ShapeInfo.
   const std::optional<Shape> &shape(const UOp *u);
   /// The node's device(s): empty when it has none.
   const std::vector<std::string> &device(const UOp *u);
@@ -33,8 +35,9 @@ public:
 private:
   const Graph &g_;
   NodeMap<int32_t> shapeSlot_{-1}, deviceSlot_{-1};
-  std::vector<std::optional<Shape>> shapes_;
-  std::vector<std::vector<std::string>> devices_;
+  // deques: references handed out stay valid while later calls append
+  std::deque<std::optional<Shape>> shapes_;
+  std::deque<std::vector<std::string>> devices_;
 };
 
 } // namespace uopc
