@@ -330,6 +330,7 @@ Graph BinReader::read() {
             std::to_string(nstrings) + " strings) exceed the file size");
   if (nnodes > lim_.maxNodes) bad("too many nodes (" + std::to_string(nnodes) + "; the limit is " + std::to_string(lim_.maxNodes) + ")");
   ids_.reserve(nnodes);
+  g_.ctx->reserve(nnodes, nargs);
   args_.reserve(nargs + 1);
   argDepth_.reserve(nargs + 1);
   strings_.reserve(nstrings);

@@ -137,6 +137,9 @@ public:
   /// Number of distinct nodes created so far; UOp::index is below it.
   size_t numNodes() const { return nodes_.size(); }
   const UOp *node(size_t index) const { return nodes_[index]; }
+  /// Prepares for about this many new nodes and args (a reader that knows its counts calls it), so
+  /// that the intern tables never rehash while it fills them.
+  void reserve(size_t nodes, size_t args);
   /// Bytes taken by the arena and the intern tables (for benchmarks).
   size_t memoryUsage() const;
 
