@@ -1,0 +1,82 @@
+//===- uopc-run - run a graph on this machine's CPU (the reference interpreter) ===//
+// Exit codes: 0 success, 1 bad input (one message on stderr), 2 bad usage.
+#include "IR/Error.h"
+#include "Interp/Interpreter.h"
+#include "Passes/PassManager.h"
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include <iostream>
+#include <new>
+
+namespace {
+
+constexpr int kExitOk = 0, kExitBadInput = 1, kExitUsage = 2;
+
+int usage(const std::string &msg) {
+  std::cerr << "uopc-run: error: " << msg << "\n";
+  return kExitUsage;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  CLI::App app{"uopc-run: run a tinygrad UOp graph on this machine's CPU.\n"
+               "  uopc-run --interpret GRAPH [--pass-pipeline P] --input SLOT=FILE[,FILE...]\n"
+               "           --output SLOT=FILE[,FILE...] [--var NAME=VALUE]\n"
+               "Files are raw little-endian bytes, one per device of the slot, in the order of its devices.",
+               "uopc-run"};
+  uopc::RunRequest req;
+  std::vector<std::string> inputs, outputs, vars;
+  bool listPasses = false;
+  app.add_option("--interpret", req.graphPath, "Evaluate this graph (JSON or .uopb) with the reference interpreter");
+  app.add_option("--pass-pipeline", req.pipeline, "Passes to run before interpreting (default: verify)");
+  app.add_option("--input", inputs, "SLOT=FILE[,FILE...]: a buffer's contents before the run (repeatable)");
+  app.add_option("--output", outputs, "SLOT=FILE[,FILE...]: where to write a buffer after the run (repeatable)");
+  app.add_option("--var", vars, "NAME=VALUE: the value of a symbolic variable (repeatable)");
+  app.add_flag("--list-passes", listPasses, "List the registered passes and exit");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    int rc = app.exit(e);
+    return rc == 0 ? kExitOk : kExitUsage;
+  }
+  spdlog::set_level(spdlog::level::warn);
+  if (listPasses) {
+    for (const uopc::PassInfo &p : uopc::allPasses()) std::cout << p.flag << "\t" << p.description << "\n";
+    return kExitOk;
+  }
+  if (req.graphPath.empty()) return usage("nothing to run: pass --interpret GRAPH (see --help)");
+  try {
+    uopc::parsePipeline(req.pipeline);
+    for (const std::string &s : inputs) {
+      auto [slot, files] = uopc::parseSlotFiles(s);
+      if (!req.inputFiles.emplace(slot, files).second) return usage("--input " + std::to_string(slot) + " given twice");
+    }
+    for (const std::string &s : outputs) {
+      auto [slot, files] = uopc::parseSlotFiles(s);
+      if (!req.outputFiles.emplace(slot, files).second) return usage("--output " + std::to_string(slot) + " given twice");
+    }
+    for (const std::string &s : vars) {
+      auto [name, value] = uopc::parseVarBinding(s);
+      if (!req.vars.emplace(name, value).second) return usage("--var " + name + " given twice");
+    }
+  } catch (const uopc::Error &e) {
+    return usage(e.what());
+  }
+  try {
+    uopc::runInterpret(req);
+  } catch (const uopc::Error &e) {
+    std::cout.flush();
+    std::cerr << "uopc-run: error: " << e.what() << "\n";
+    return kExitBadInput;
+  } catch (const std::bad_alloc &) {
+    std::cerr << "uopc-run: error: out of memory\n";
+    return kExitBadInput;
+  } catch (const std::exception &e) {
+    std::cerr << "uopc-run: error: internal error: " << e.what() << "\n";
+    return kExitBadInput;
+  }
+  return kExitOk;
+}
