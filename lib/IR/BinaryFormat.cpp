@@ -214,8 +214,35 @@ private:
   std::vector<std::string_view> strings_;
   std::vector<const Arg *> args_{nullptr}; // args_[0] = None
   std::vector<uint8_t> argDepth_{0};
-  std::vector<const UOp *> ids_;
+  std::vector<const UOp *> ids_;   // id -> node, for the nodes made so far
+  std::vector<uint64_t> hashes_;    // id -> the node's hash, known as soon as the node is decoded
   std::vector<const UOp *> srcs_;
+  // Decoded records wait in a short queue before they are interned: the intern-table slots of nodes and
+  // scalar args are prefetched when they are decoded, so interning them does not stall on a cache miss
+  // (the bulk of a read otherwise). Hashes are content hashes, known at decode time.
+  std::vector<uint64_t> argHashes_{0}; // arg ref -> the arg's hash (0 for None)
+  struct Pending {
+    bool isArg;
+    Op op;
+    DType dtype;
+    ArgKind argKind;
+    uint8_t small;
+    uint32_t id; // node id, or arg ref
+    uint32_t srcBegin, nsrc;
+    uint64_t bits; // scalar arg payload
+    uint32_t argRef, tagRef;
+  };
+  static constexpr size_t kLookahead = 16;
+  std::vector<Pending> pending_;
+  size_t pendingHead_ = 0;
+  std::vector<uint32_t> pendingSrcs_;
+  std::vector<uint64_t> srcHashes_;
+  void enqueue(const Pending &p);
+  void process(const Pending &p);
+  /// Interns every decoded record (before anything that needs their pointers).
+  void flush();
+  /// Queues a Bool, Int, UInt or Float arg.
+  void scalarArg(ArgKind kind, uint8_t small, uint64_t bits);
   std::vector<const Arg *> items_;
   std::vector<std::pair<std::string_view, const Arg *>> fields_;
   const uint8_t *recStart_ = nullptr; // start of the record being read, for messages
@@ -330,8 +357,10 @@ Graph BinReader::read() {
             std::to_string(nstrings) + " strings) exceed the file size");
   if (nnodes > lim_.maxNodes) bad("too many nodes (" + std::to_string(nnodes) + "; the limit is " + std::to_string(lim_.maxNodes) + ")");
   ids_.reserve(nnodes);
+  hashes_.reserve(nnodes);
   g_.ctx->reserve(nnodes, nargs);
   args_.reserve(nargs + 1);
+  argHashes_.reserve(nargs + 1);
   argDepth_.reserve(nargs + 1);
   strings_.reserve(nstrings);
 
@@ -346,13 +375,14 @@ Graph BinReader::read() {
       if (args_.size() > nargs) corrupt("more args than the " + std::to_string(nargs) + " declared");
       readArg();
     } else if (tag < ops_.size()) {
-      if (ids_.size() >= nnodes) corrupt("more nodes than the " + std::to_string(nnodes) + " declared");
+      if (hashes_.size() >= nnodes) corrupt("more nodes than the " + std::to_string(nnodes) + " declared");
       readNode(tag);
     } else {
       corrupt("bad record tag " + std::to_string(tag));
     }
   }
   recStart_ = nullptr;
+  flush();
   if (ids_.size() != nnodes)
     corrupt("the document has " + std::to_string(ids_.size()) + " nodes, " + std::to_string(nnodes) + " declared");
   if (args_.size() - 1 != nargs)
@@ -372,6 +402,7 @@ void BinReader::readArg() {
   uint8_t kind = u8();
   const Arg *a = nullptr;
   unsigned depth = 0; // nesting of the children
+  if (kind != KBool && kind != KInt && kind != KUInt && kind != KFloat) flush(); // interned right away
   auto small = [&](unsigned limit, const char *what) {
     uint64_t v = varint();
     if (v >= limit) corrupt(std::string("bad ") + what + " code " + std::to_string(v));
@@ -381,15 +412,16 @@ void BinReader::readArg() {
   case KBool: {
     uint8_t b = u8();
     if (b > 1) corrupt("bad bool " + std::to_string(b));
-    a = c.argBool(b);
-    break;
+    return scalarArg(ArgKind::Bool, b, 0);
   }
   case KInt: {
     uint64_t z = varint();
-    a = c.argInt(static_cast<int64_t>((z >> 1) ^ (~(z & 1) + 1)));
-    break;
+    return scalarArg(ArgKind::Int, 0, (z >> 1) ^ (~(z & 1) + 1));
   }
-  case KUInt: a = c.argUInt(varint()); break;
+  case KUInt: {
+    uint64_t v = varint();
+    return scalarArg(v <= static_cast<uint64_t>(INT64_MAX) ? ArgKind::Int : ArgKind::UInt, 0, v);
+  }
   case KBigInt: {
     std::string_view s = bytes("bigint");
     if (!io::validBigInt(s)) corrupt("bad bigint digits");
@@ -401,8 +433,7 @@ void BinReader::readArg() {
     uint64_t bits = 0;
     for (int k = 0; k < 8; ++k) bits |= uint64_t(p_[k]) << (8 * k);
     p_ += 8;
-    a = c.argFloat(std::bit_cast<double>(bits));
-    break;
+    return scalarArg(ArgKind::Float, 0, bits);
   }
   case KString: a = c.argString(bytes("string arg")); break; // any bytes: a string arg is stored exactly
   case KInvalid: a = c.argInvalid(); break;
@@ -422,6 +453,7 @@ void BinReader::readArg() {
   case KDType: a = c.argDType(dtypes_.at(small(static_cast<unsigned>(dtypes_.size()), "dtype"))); break;
   case KUOp: {
     uint64_t id = varint();
+    flush();
     if (id >= ids_.size()) corrupt("a UOp arg refers to node " + std::to_string(id) + ", which is not defined yet");
     a = c.argRef(ids_[id]);
     break;
@@ -459,12 +491,29 @@ void BinReader::readArg() {
   if (depth > lim_.maxArgDepth)
     corrupt("an arg is nested too deep (over " + std::to_string(lim_.maxArgDepth) + " levels)");
   args_.push_back(a);
+  argHashes_.push_back(a ? a->hash : 0);
   argDepth_.push_back(static_cast<uint8_t>(depth));
+}
+
+void BinReader::scalarArg(ArgKind kind, uint8_t small, uint64_t bits) {
+  uint64_t h = Context::scalarArgHash(kind, small, bits);
+  g_.ctx->prefetchArg(h);
+  uint32_t ref = static_cast<uint32_t>(args_.size());
+  args_.push_back(nullptr); // set when the queue reaches it
+  argHashes_.push_back(h);
+  argDepth_.push_back(0);
+  Pending p{};
+  p.isArg = true;
+  p.argKind = kind;
+  p.small = small;
+  p.id = ref;
+  p.bits = bits;
+  enqueue(p);
 }
 
 void BinReader::readNode(uint8_t code) {
   Op op = ops_[code];
-  const size_t id = ids_.size();
+  const size_t id = hashes_.size();
   auto nodeFail = [&](const std::string &msg) {
     bad("node " + std::to_string(id) + " (" + std::string(opName(op)) + "): " + msg + " (.uopb byte " +
         std::to_string(recStart_ - begin_) + ")");
@@ -473,21 +522,66 @@ void BinReader::readNode(uint8_t code) {
   if (dtc >= dtypes_.size()) nodeFail("bad dtype code " + std::to_string(dtc));
   uint64_t nsrc = count(1, "source");
   if (nsrc > lim_.maxSrcs) nodeFail("more than " + std::to_string(lim_.maxSrcs) + " sources");
-  srcs_.clear();
+  if (pendingHead_ == pending_.size()) { // queue drained: reuse its buffers
+    pending_.clear();
+    pendingSrcs_.clear();
+    pendingHead_ = 0;
+  }
+  Pending n{};
+  n.op = op;
+  n.dtype = dtypes_[dtc];
+  n.id = static_cast<uint32_t>(id);
+  n.srcBegin = static_cast<uint32_t>(pendingSrcs_.size());
+  n.nsrc = static_cast<uint32_t>(nsrc);
+  srcHashes_.clear();
   for (uint64_t i = 0; i < nsrc; ++i) {
     uint64_t d = varint();
     if (d == 0 || d > id) nodeFail("source delta " + std::to_string(d) + " does not name an earlier node");
-    srcs_.push_back(ids_[id - d]);
+    pendingSrcs_.push_back(static_cast<uint32_t>(id - d));
+    srcHashes_.push_back(hashes_[id - d]);
   }
   unsigned depth = 0;
   uint64_t ar = varint();
   if (ar >= args_.size()) nodeFail("arg reference " + std::to_string(ar) + " is not defined yet");
   uint64_t tr = varint();
   if (tr >= args_.size()) nodeFail("tag reference " + std::to_string(tr) + " is not defined yet");
-  const Arg *arg = argAt(ar, depth), *tag = argAt(tr, depth);
-  const UOp *u = g_.ctx->make(op, dtypes_[dtc], srcs_, arg, tag);
+  argAt(ar, depth); // depth checks only: the pointers may not exist yet
+  argAt(tr, depth);
+  n.argRef = static_cast<uint32_t>(ar);
+  n.tagRef = static_cast<uint32_t>(tr);
+  uint64_t h = Context::nodeHash(n.op, n.dtype, srcHashes_, argHashes_[ar], argHashes_[tr]);
+  hashes_.push_back(h);
+  g_.ctx->prefetch(h);
+  enqueue(n);
+}
+
+void BinReader::enqueue(const Pending &p) {
+  pending_.push_back(p);
+  if (pending_.size() - pendingHead_ > kLookahead) process(pending_[pendingHead_++]);
+}
+
+void BinReader::process(const Pending &p) {
+  Context &c = *g_.ctx;
+  if (p.isArg) {
+    const Arg *a = nullptr;
+    switch (p.argKind) {
+    case ArgKind::Bool: a = c.argBool(p.small != 0); break;
+    case ArgKind::Int: a = c.argInt(static_cast<int64_t>(p.bits)); break;
+    case ArgKind::UInt: a = c.argUInt(p.bits); break;
+    default: a = c.argFloat(std::bit_cast<double>(p.bits)); break;
+    }
+    args_[p.id] = a;
+    return;
+  }
+  srcs_.clear();
+  for (uint32_t i = 0; i < p.nsrc; ++i) srcs_.push_back(ids_[pendingSrcs_[p.srcBegin + i]]);
+  const UOp *u = c.make(p.op, p.dtype, srcs_, args_[p.argRef], args_[p.tagRef]);
   ids_.push_back(u);
-  if (g_.inputIds.get(u) == UINT32_MAX) g_.inputIds[u] = static_cast<uint32_t>(id);
+  if (g_.inputIds.get(u) == UINT32_MAX) g_.inputIds[u] = p.id;
+}
+
+void BinReader::flush() {
+  while (pendingHead_ < pending_.size()) process(pending_[pendingHead_++]);
 }
 
 } // namespace

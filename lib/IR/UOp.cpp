@@ -80,6 +80,7 @@ public:
     if (want != slots_.size()) rehash(want);
   }
   size_t bytes() const { return slots_.size() * sizeof(Slot); }
+  void prefetch(uint64_t h) const { __builtin_prefetch(&slots_[h & (slots_.size() - 1)]); }
 
 private:
   struct Slot {
@@ -130,8 +131,35 @@ size_t Context::memoryUsage() const {
   return impl_->arena.total() + impl_->uops.bytes() + impl_->args.bytes() + nodes_.capacity() * sizeof(void *);
 }
 
+namespace {
+// A node's hash depends on its fields' hashes only (never on addresses), so a reader can compute it
+// before the node's arg or sources exist.
+inline uint64_t headHash(Op op, DType dtype, uint64_t argHash, uint64_t tagHash) {
+  return mix(mix(static_cast<uint64_t>(op) << 8 | static_cast<uint64_t>(dtype), argHash), tagHash);
+}
+inline uint64_t headHash(Op op, DType dtype, const Arg *arg, const Arg *tag) {
+  return headHash(op, dtype, arg ? arg->hash : 0, tag ? tag->hash : 0);
+}
+inline uint64_t argHashHead(ArgKind kind, uint8_t small, uint32_t count, uint32_t len, uint64_t bits) {
+  return mix(mix(static_cast<uint64_t>(kind) << 8 | small, uint64_t(count) << 32 | len), bits);
+}
+} // namespace
+
+uint64_t Context::scalarArgHash(ArgKind kind, uint8_t small, uint64_t bits) {
+  return argHashHead(kind, small, 0, 0, bits);
+}
+void Context::prefetchArg(uint64_t hash) const { impl_->args.prefetch(hash); }
+
+uint64_t Context::nodeHash(Op op, DType dtype, std::span<const uint64_t> srcHashes, uint64_t argHash, uint64_t tagHash) {
+  uint64_t h = headHash(op, dtype, argHash, tagHash);
+  for (uint64_t s : srcHashes) h = mix(h, s);
+  return h;
+}
+
+void Context::prefetch(uint64_t hash) const { impl_->uops.prefetch(hash); }
+
 const UOp *Context::make(Op op, DType dtype, std::span<const UOp *const> src, const Arg *arg, const Arg *tag) {
-  uint64_t h = mix(mix(static_cast<uint64_t>(op) << 8 | static_cast<uint64_t>(dtype), ptrBits(arg)), ptrBits(tag));
+  uint64_t h = headHash(op, dtype, arg, tag);
   for (const UOp *s : src) h = mix(h, s->hash);
   auto eq = [&](const UOp *u) {
     if (u->op != op || u->dtype != dtype || u->arg != arg || u->tag != tag || u->nsrc != src.size()) return false;
@@ -163,8 +191,7 @@ const UOp *Context::withSrc(const UOp *u, std::span<const UOp *const> src) {
 }
 
 const Arg *Context::internArg(Arg &proto, std::span<const Arg *const> items, std::span<const std::string_view> keys) {
-  uint64_t h = mix(static_cast<uint64_t>(proto.kind) << 8 | proto.small, uint64_t(proto.count) << 32 | proto.len);
-  h = mix(h, proto.uval);
+  uint64_t h = argHashHead(proto.kind, proto.small, proto.count, proto.len, proto.uval);
   if (proto.data) h = mix(h, hashBytes(proto.data, proto.len));
   for (const Arg *a : items) h = mix(h, a ? a->hash : 0x51ed);
   for (std::string_view k : keys) h = mix(h, hashBytes(k.data(), k.size()));

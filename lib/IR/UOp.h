@@ -104,6 +104,16 @@ public:
                   const Arg *tag = nullptr) {
     return make(op, dtype, std::span<const UOp *const>(src.begin(), src.size()), arg, tag);
   }
+  /// The hash make() gives a node with these fields, from its sources' hashes. With prefetch() it lets a
+  /// reader that knows its next nodes ahead of time hide the intern table's cache misses.
+  /// `argHash`/`tagHash` are the args' own hashes (0 for none).
+  static uint64_t nodeHash(Op op, DType dtype, std::span<const uint64_t> srcHashes, uint64_t argHash, uint64_t tagHash);
+  /// Hints that a node with this hash is about to be made.
+  void prefetch(uint64_t hash) const;
+  /// The hash of a payload-only arg (Bool, Int, UInt, Float: `bits` is the value's 64 bits), the same
+  /// internArg computes; with prefetchArg() it lets readers hide the arg table's cache misses too.
+  static uint64_t scalarArgHash(ArgKind kind, uint8_t small, uint64_t bits);
+  void prefetchArg(uint64_t hash) const;
   /// A copy of `u` with other sources (u itself if they are the same).
   const UOp *withSrc(const UOp *u, std::span<const UOp *const> src);
 
