@@ -237,10 +237,12 @@ ArrayPtr reduceFront(const Array &src, const Dims &shape, size_t k, Op op, DType
   if (static_cast<int64_t>(src.words.size()) != rows * m) fail("internal error: reduce source size mismatch");
   auto out = std::make_shared<Array>();
   out->words.assign(static_cast<size_t>(m), reduceIdentity(op, dt));
+  if (src.hasInvalid()) out->invalid.assign(static_cast<size_t>(m), 0);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t j = 0; j < m; ++j) {
       size_t i = static_cast<size_t>(r * m + j);
-      if (!src.isInvalid(i)) out->words[j] = reduceStep(op, dt, out->words[j], src.words[i]);
+      if (src.isInvalid(i)) out->invalid[static_cast<size_t>(j)] = 1; // one Invalid element poisons its lane
+      else out->words[j] = reduceStep(op, dt, out->words[j], src.words[i]);
     }
   if (isFloatDType(dt))
     for (Word &w : out->words) w = fromDouble(roundFloat(dt, asDouble(w)));
@@ -289,6 +291,23 @@ ArrayPtr bitcastResize(const Array &src, const Dims &shape, DType from, DType to
       if (rowInvalid) out->invalid[i] = 1;
     }
   }
+  return out;
+}
+
+ArrayPtr mergeValid(std::span<const ArrayPtr> arrays) {
+  if (arrays.empty()) fail("internal error: merge of no arrays");
+  if (!arrays[0]->hasInvalid()) return arrays[0];
+  auto out = std::make_shared<Array>(*arrays[0]);
+  for (size_t k = 1; k < arrays.size(); ++k) {
+    const Array &a = *arrays[k];
+    if (a.words.size() != out->words.size()) fail("internal error: merge of arrays of different sizes");
+    for (size_t i = 0; i < out->words.size(); ++i)
+      if (out->invalid[i] && !a.isInvalid(i)) {
+        out->words[i] = a.words[i];
+        out->invalid[i] = 0;
+      }
+  }
+  if (std::find(out->invalid.begin(), out->invalid.end(), 1) == out->invalid.end()) out->invalid.clear();
   return out;
 }
 

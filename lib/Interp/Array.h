@@ -69,11 +69,15 @@ struct Operand {
 /// condition, or the chosen branch being Invalid).
 ArrayPtr elementwise(Op op, DType out, DType in, std::span<const Operand> operands, const Dims &outShape);
 
-/// REDUCE of the first `k` axes of an array of `shape` with a reduce op. Invalid elements contribute
-/// the identity. Floats accumulate in double and round once at the end.
+/// REDUCE of the first `k` axes of an array of `shape` with a reduce op. An Invalid element poisons its
+/// lane (the output element is Invalid), as tinygrad's accumulator does: the reduce-identity pass is what
+/// turns Invalid along a reduced axis into the identity. Floats accumulate in double and round once.
 ArrayPtr reduceFront(const Array &src, const Dims &shape, size_t k, Op op, DType dt);
 /// Elementwise reduction across several equally sized arrays (ALLREDUCE), Invalid = identity.
 ArrayPtr reduceAcross(std::span<const ArrayPtr> arrays, Op op, DType dt);
+/// Elementwise merge across devices: each element from the first array where it is valid, Invalid where
+/// no array has it (a COPY of a `_device_num`-gated value to one device).
+ArrayPtr mergeValid(std::span<const ArrayPtr> arrays);
 
 /// BITCAST between dtypes of different item sizes: the last axis is reinterpreted as bytes.
 ArrayPtr bitcastResize(const Array &src, const Dims &shape, DType from, DType to, Dims &outShape);

@@ -57,6 +57,8 @@ public:
   std::map<int64_t, SlotState> &slots() { return slots_; }
   /// Evaluates every node reachable from the root, in topological order.
   void run();
+  /// Runs the CALLs of a kernel-split graph (Kernels.cpp) in dependency order.
+  void runKernels();
   /// Evaluates only the nodes `u` depends on, and returns u's value.
   ValuePtr evaluateOnly(const UOp *u);
 
@@ -104,6 +106,11 @@ private:
   ValuePtr evalMstack(const UOp *u);
   ValuePtr evalAllreduce(const UOp *u);
 };
+
+/// A graph kernel-split produced: its SINK holds AFTERs of CALLs of kernel SINKs or COPYs.
+bool isKernelGraph(const Graph &g);
+/// The nodes under root without entering CALL bodies, sources first.
+std::vector<const UOp *> topLevelNodes(const UOp *root);
 
 /// A PARAM of empty shape: a scalar variable (or _device_num), not a buffer.
 bool isScalarParam(const UOp *u);

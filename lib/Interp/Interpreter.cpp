@@ -93,7 +93,7 @@ void Evaluator::bindVariables() {
 
 void Evaluator::declareSlots() {
   bindVariables();
-  for (const UOp *u : toposort(g_.root)) {
+  for (const UOp *u : isKernelGraph(g_) ? topLevelNodes(g_.root) : toposort(g_.root)) {
     if (u->op != Op::PARAM || isScalarParam(u)) continue;
     ParamArg pa;
     try {
@@ -467,7 +467,8 @@ InterpOutputs interpret(const Graph &g, const InterpInputs &inputs) {
         st.data[d]->words[i] = interp::loadWord(st.info.dtype, p + i * item);
     }
   }
-  ev.run();
+  if (interp::isKernelGraph(g)) ev.runKernels();
+  else ev.run();
   InterpOutputs out;
   for (auto &[slot, st] : slots) {
     size_t item = dtypeSize(st.info.dtype);

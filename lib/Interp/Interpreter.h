@@ -50,7 +50,11 @@ std::vector<std::string> graphVariables(const Graph &g);
 ///  - STORE writes through movement ops on its target (RESHAPE, SHRINK, PAD, ..., MULTI); elements that
 ///    are Invalid, or that a PAD of the target adds, are not written (tinygrad's gated store);
 ///  - PAD fills 0, or Invalid in graphs with pad_fill "invalid" (bool pads always fill false); Invalid
-///    poisons ALU ops and contributes the identity to REDUCE and ALLREDUCE.
+///    poisons ALU ops and REDUCE lanes (reduce-identity makes Invalid along a reduced axis the identity),
+///    and contributes the identity to ALLREDUCE;
+///  - `_device_num` (a scalar PARAM, slot -1) takes the values 0..vmax, one per device, so a graph after
+///    multi-lower evaluates once per device; a COPY of such a value to one device takes, per element,
+///    the first device where it is valid.
 InterpOutputs interpret(const Graph &g, const InterpInputs &inputs);
 
 /// What `uopc-run --interpret` does, minus flag parsing.

@@ -231,7 +231,10 @@ ValuePtr Evaluator::evalCopy(const UOp *u) {
     whole = gatherShards(x); // the shards gathered into one tensor
     r->shape = x.full();
   } else if (x.count() == 1 || toOne) {
-    whole = x.per[0]; // several devices to one: device 0's copy, as tinygrad's MSELECT(0)
+    // Several devices to one: per element, the first device that has it. For a replicated value that is
+    // device 0's copy (tinygrad's MSELECT(0)); for a `_device_num == i` gated value (multi-lower's MSELECT)
+    // it is device i's.
+    whole = mergeValid(x.per);
     r->shape = x.shape;
   }
   if (whole) {

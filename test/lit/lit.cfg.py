@@ -11,6 +11,7 @@ config.test_exec_root = os.path.join(config.uopc_obj_root, "test", "lit")
 
 config.environment["PATH"] = os.pathsep.join([config.uopc_tools_dir, config.llvm_tools_dir,
                                               config.environment.get("PATH", os.environ.get("PATH", ""))])
+config.substitutions.append(("%uopc-run", os.path.join(config.uopc_tools_dir, "uopc-run")))
 config.substitutions.append(("%uopc", os.path.join(config.uopc_tools_dir, "uopc")))
 config.substitutions.append(("%corpus", config.uopc_corpus))
 for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS"):

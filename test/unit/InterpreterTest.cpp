@@ -108,14 +108,17 @@ TEST_CASE("with pad_fill invalid, Invalid poisons ALU and is not stored; the exp
   CHECK(valuesOf<float>(out.at(2)[0]) == std::vector<float>{1, 6, 8, 1});
 }
 
-TEST_CASE("Invalid contributes the reduce identity", "[interp]") {
+TEST_CASE("Invalid poisons a REDUCE lane (reduce-identity is what makes it the identity)", "[interp]") {
   Net n;
   n.g.padFill = PadFill::Invalid;
   const UOp *x = n.param(1, DType::Float32, 3);
   const UOp *padded = n.mop(Op::PAD, x, n.i(0), n.i(5));
   n.store(n.param(0, DType::Float32, 1), n.mop(Op::RESHAPE, n.reduce(padded, Op::MUL, 1), n.dims({1})));
-  InterpOutputs out = interpret(n.g, {{{1, {bytesOf<float>({2, 3, 4})}}}, {}});
-  CHECK(valuesOf<float>(out.at(0)[0]) == std::vector<float>{24});
+  InterpInputs in;
+  in.buffers[0] = {bytesOf<float>({-7})};
+  in.buffers[1] = {bytesOf<float>({2, 3, 4})};
+  InterpOutputs out = interpret(n.g, in);
+  CHECK(valuesOf<float>(out.at(0)[0]) == std::vector<float>{-7}); // Invalid lane: not stored
 }
 
 TEST_CASE("permute and reduce of the leading axes", "[interp]") {

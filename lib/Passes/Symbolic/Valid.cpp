@@ -1,0 +1,147 @@
+//===- Valid.cpp - simplifying under a valid mask (padded loads) ----------===//
+// tinygrad's simplify_valid / uop_given_valid: the clauses of a valid mask (X < c, c < X, !(X < c))
+// bound expressions X; an expression gated by the mask is simplified with each X replaced by a fresh
+// variable of the narrower range, then X is put back. The clauses of an AND are simplified under the
+// clauses before them the same way.
+#include "Passes/Symbolic/Internal.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+namespace uopc::sym {
+namespace {
+
+/// A clause read as a bound on X: X <= c (upper) or X >= c.
+struct Clause {
+  const UOp *expr;
+  bool upper;
+  Bound c;
+};
+
+/// tinygrad's parse_valid.
+std::optional<Clause> parseValid(RangeInfo &R, const UOp *v) {
+  if (v->op == Op::CMPNE && v->nsrc == 2 && intConst(v->src(1)) == std::optional<int64_t>(1) &&
+      v->src(0)->op == Op::CMPLT && isInt(v->src(0)->src(0)->dtype)) // !(X < c) -> X >= c
+    return Clause{v->src(0)->src(0), false, R.vmin(v->src(0)->src(1))};
+  if (v->op == Op::CMPLT && isInt(v->src(0)->dtype)) {
+    if (auto c = intConst(v->src(0))) return Clause{v->src(1), false, Bound(*c) + 1}; // c < X -> X >= c+1
+    return Clause{v->src(0), true, R.vmax(v->src(1)) - 1};                            // X < c -> X <= c-1
+  }
+  return std::nullopt;
+}
+
+int64_t clamp64(Bound v) { return v < Bound(INT64_MIN) ? INT64_MIN : v > Bound(INT64_MAX) ? INT64_MAX : int64_t(v); }
+
+const UOp *fakeVar(Context &ctx, size_t i, Bound lo, Bound hi, DType dt) {
+  return makeVariable(ctx, "fake" + std::to_string(i), clamp64(lo), clamp64(hi), dt);
+}
+
+bool isIrreducible(const UOp *u) {
+  return u->op == Op::CONST || u->op == Op::SPECIAL || u->op == Op::RANGE || u->op == Op::PARAM || u->op == Op::GETADDR;
+}
+
+/// u with X replaced by newX, simplified, X put back, simplified again.
+const UOp *throughVariable(SymbolicCtx &sc, Context &ctx, const UOp *u, const UOp *x, const UOp *nx) {
+  const UOp *s = simplify(ctx, replaceNodes(ctx, u, {{x, nx}}), &sc);
+  return simplify(ctx, replaceNodes(ctx, s, {{nx, x}}), &sc);
+}
+
+/// tinygrad's _valid_priority: clauses whose X appears in other clauses come first.
+int validPriority(RangeInfo &R, const UOp *v, const std::vector<const UOp *> &valids) {
+  auto p = parseValid(R, v);
+  if (!p) return 0;
+  int n = 0;
+  for (const UOp *o : valids)
+    if (reaches(o, p->expr, 4096)) --n;
+  return n;
+}
+
+/// tinygrad's simplify_valid: each clause of an AND simplified under the clauses before it.
+V simplifyValid(S &s) {
+  V valid = s["valid"];
+  if (mayContain(valid, Op::INDEX, 4096)) return nullptr; // index gates only
+  std::vector<const UOp *> valids = splitUOp(valid, Op::AND);
+  std::vector<std::pair<int, const UOp *>> keyed;
+  for (const UOp *v : valids) keyed.push_back({validPriority(s.sym.ranges, v, valids), v});
+  std::stable_sort(keyed.begin(), keyed.end(), [](auto &a, auto &b) { return a.first < b.first; });
+  std::vector<const UOp *> sorted, ret;
+  for (auto &[p, v] : keyed)
+    if (std::find(sorted.begin(), sorted.end(), v) == sorted.end()) sorted.push_back(v);
+  for (const UOp *stmt : sorted) {
+    if (!ret.empty()) stmt = uopGivenValid(s.sym, s.ctx(), uprod(s.ctx(), ret), stmt);
+    ret.push_back(stmt);
+  }
+  if (ret == valids) return nullptr;
+  return s.wrap(uprod(s.ctx(), ret));
+}
+
+/// cond.where(x, Invalid) with x simplified under cond (weakint x only).
+V gatedGivenValid(S &s) {
+  V x = s["x"];
+  if (x.dt() != DType::WeakInt) return nullptr;
+  const UOp *nx = uopGivenValid(s.sym, s.ctx(), s["cond"], x, false);
+  return nx == x.u ? V() : s["cond"].where(s.wrap(nx), s["i"]);
+}
+
+} // namespace
+
+const UOp *uopGivenValid(SymbolicCtx &sc, Context &ctx, const UOp *valid, const UOp *u, bool trySimplex) {
+  RangeInfo &R = sc.ranges;
+  // the clauses as bounds per expression, in order of first appearance
+  std::vector<std::pair<const UOp *, std::pair<std::optional<Bound>, std::optional<Bound>>>> bounds;
+  for (const UOp *stmt : splitUOp(valid, Op::AND)) {
+    auto p = parseValid(R, stmt);
+    if (!p) continue;
+    auto it = std::find_if(bounds.begin(), bounds.end(), [&](auto &b) { return b.first == p->expr; });
+    if (it == bounds.end()) it = bounds.insert(bounds.end(), {p->expr, {}});
+    (p->upper ? it->second.second : it->second.first) = p->c;
+  }
+  std::unordered_map<const UOp *, const UOp *> all, back;
+  for (size_t i = 0; i < bounds.size(); ++i) {
+    const UOp *expr = bounds[i].first;
+    Bound v0 = bounds[i].second.first.value_or(R.vmin(expr)), v1 = bounds[i].second.second.value_or(R.vmax(expr));
+    const UOp *nx = fakeVar(ctx, i, v0, v1, expr->dtype);
+    all[expr] = nx, back[nx] = expr;
+    if (!trySimplex) continue;
+    // every candidate is a set of constrained nodes; if every one simplifies u to the same result, take it
+    std::vector<std::vector<std::pair<const UOp *, const UOp *>>> candidates{{{expr, nx}}};
+    if (expr->op == Op::ADD && v0 == 1) { // a simplex X0 + X1 + ... >= 1: try each Xi >= 1
+      std::vector<const UOp *> xs = splitUOp(expr, Op::ADD);
+      if (std::all_of(xs.begin(), xs.end(), isIrreducible)) {
+        candidates.emplace_back();
+        for (const UOp *xi : xs) candidates.back().push_back({xi, fakeVar(ctx, i, 1, R.vmax(xi), xi->dtype)});
+      }
+    }
+    for (auto &cand : candidates) {
+      auto absent = [&](auto &p) { return !reaches(u, p.first, size_t(1) << 20); };
+      if (std::any_of(cand.begin(), cand.end(), absent)) continue;
+      std::vector<const UOp *> outs;
+      for (auto &[x, nv] : cand) outs.push_back(throughVariable(sc, ctx, u, x, nv));
+      if (std::all_of(outs.begin(), outs.end(), [&](const UOp *o) { return o == outs[0]; })) {
+        u = outs[0];
+      } else if (u->op == Op::STACK && u->nsrc == 2) {
+        std::vector<const UOp *> src(u->src().begin(), u->src().end());
+        for (size_t k = 0; k < 2; ++k)
+          if (std::all_of(outs.begin(), outs.end(), [&](const UOp *o) {
+                return o->op == Op::STACK && o->nsrc == 2 && o->src(k) == outs[0]->src(k);
+              }))
+            src[k] = outs[0]->src(k);
+        u = ctx.withSrc(u, src);
+      }
+    }
+  }
+  // all the clauses together (whole expressions only)
+  const UOp *su = replaceNodes(ctx, u, all);
+  if (su != u) u = simplify(ctx, replaceNodes(ctx, simplify(ctx, su, &sc), back), &sc);
+  return u;
+}
+
+const RuleSet &simplifyValidRulesImpl() {
+  static const RuleSet rules{
+      srule(pat(Op::AND).dtype(DType::Bool).named("valid"), simplifyValid), // a&b&c: each clause under the others
+      srule(where(var("cond"), var("x"), invalidPat("i")), gatedGivenValid),            // c?x:I -> c?(x given c):I
+  };
+  return rules;
+}
+
+} // namespace uopc::sym

@@ -1,0 +1,190 @@
+//===- Where.cpp - WHERE folding, Invalid gates and gated LOAD/STORE ------===//
+// Invalid ("no data here") poisons a value: ALU ops move inside the gate `cond.where(x, Invalid)` so that
+// the Invalid reaches the INDEX of a LOAD/STORE, where an always-false gate folds the access away
+// (tinygrad's pm_data_invalid). A leftover Invalid becomes 0 only in the final codegen step
+// (removeInvalidRules). At a fixed point of these rules an Invalid is only ever the false branch of an
+// outermost gate, so gate conditions never evaluate to Invalid themselves.
+#include "Passes/Symbolic/Internal.h"
+
+namespace uopc::sym {
+namespace {
+
+/// cond ? x : Invalid, capturing cond, x and i.
+Pat invalidGate() { return where(var("cond"), var("x"), invalidPat("i")); }
+/// p, or a CAST of p (tinygrad's or_casted).
+Pat orCasted(const Pat &p) { return anyOf({p, pat(Op::CAST).src(p)}); }
+/// INDEX(buf, Invalid, ...), possibly cast.
+Pat invalidIndex() { return orCasted(pat(Op::INDEX).srcPrefix(var(), invalidPat())); }
+Pat loadOf(const Pat &index) { return pat(Op::LOAD).srcPrefix(index); }
+
+OpMask opsWhere(bool (*pred)(Op)) {
+  OpMask m;
+  for (unsigned i = 0; i < kNumOps; ++i)
+    if (pred(Op(i))) m.set(Op(i));
+  return m;
+}
+bool isUnaryOrBitcast(Op op) { return isUnary(op) || op == Op::BITCAST; }
+bool isUnaryOrCast(Op op) { return isUnary(op) || op == Op::CAST || op == Op::BITCAST; }
+
+V invalidOf(S &s, DType dt) { return s.wrap(makeInvalid(s.ctx(), dt)); }
+V noop(S &s) { return s.wrap(s.ctx().make(Op::NOOP, DType::Void)); }
+
+// ---- Invalid propagation --------------------------------------------------------------------------
+V invalidLikeRoot(S &s) { return invalidOf(s, s.root().dt()); }
+V invalidLikeA(S &s) { return invalidOf(s, s["a"].dt()); }
+V unaryIntoGate(S &s) { return s["cond"].where(s.root().with({s["x"]}), invalidLikeRoot(s)); }
+V binaryIntoGateL(S &s) { return s["cond"].where(s["x"].alu(s.root().op(), s["y"]), invalidLikeRoot(s)); }
+V binaryIntoGateR(S &s) { return s["cond"].where(s["y"].alu(s.root().op(), s["x"]), invalidLikeRoot(s)); }
+V gateOfCondition(S &s) { return s["cond"].where(s["x"].where(s["a"], s["b"]), invalidLikeA(s)); }
+V invalidToFalseBranch(S &s) {
+  return isInvalidConst(s["val"]) ? s["i"] : s["cond"].lnot().where(s["val"], s["i"]);
+}
+V liftGateFromTrue(S &s) {
+  if (isInvalidConst(s["c"])) return nullptr;
+  return (s["a"].lnot() | s["cond"]).where(s["a"].where(s["x"], s["c"]), s["i"]);
+}
+V liftGateFromFalse(S &s) {
+  if (isInvalidConst(s["b"])) return nullptr;
+  return (s["a"] | s["cond"]).where(s["a"].where(s["b"], s["x"]), s["i"]);
+}
+V loadOfInvalid(S &s) {
+  V r = s.root();
+  return r->nsrc > 1 ? r.src(1) : r.k(0);
+}
+
+// ---- WHERE folding -------------------------------------------------------------------------------
+V keepVal(S &s) { return s["val"]; }
+V keepX(S &s) { return s["x"]; }
+V notX(S &s) { return s["x"].lnot(); }
+V andGate(S &s) { return (s["a"] & s["b"]).where(s["c"], s["d"]); }
+V orGate(S &s) { return (s["a"] | s["b"]).where(s["c"], s["d"]); }
+V selectTF(S &s) { return s["c"].where(s["t"], s["f"]); }
+V swapOnNot(S &s) { return isInvalidConst(s["f"]) ? V() : s["cond"].where(s["f"], s["t"]); }
+
+V constGate(S &s) {
+  const Arg *a = s["gate"]->arg;
+  if (!a || (a->kind != ArgKind::Bool && !a->isInt())) return nullptr;
+  bool taken = a->kind == ArgKind::Bool ? a->b() : a->i() != 0;
+  return taken ? s["c0"] : s["c1"];
+}
+
+/// tinygrad's fold_where_closure: in cond.where(t, f), uses of cond are True within t and False within f.
+V foldWhereClosure(S &s) {
+  V cond = s["cond"], t = s["t"], f = s["f"];
+  if (cond->op == Op::CONST) return nullptr;
+  if (!reaches(t, cond, 512) && !reaches(f, cond, 512)) return nullptr;
+  for (const UOp *u : {cond.u, t.u, f.u}) // INDEX gates belong to the valid/store machinery
+    if (mayContain(u, Op::INDEX, 512)) return nullptr;
+  const UOp *nt = replaceNodes(s.ctx(), t, {{cond.u, s.ctx().constBool(true)}});
+  const UOp *nf = replaceNodes(s.ctx(), f, {{cond.u, s.ctx().constBool(false)}});
+  if (nt == t && nf == f) return nullptr;
+  return cond.where(s.wrap(nt), s.wrap(nf));
+}
+
+bool constPair(S &s, const char *a, const char *b) { return s[a]->op == Op::CONST && s[b]->op == Op::CONST; }
+
+/// op(c ? t : f, c ? tt : ff) -> c ? op(t, tt) : op(f, ff) when one pair of branches is constant.
+V combineWheres(S &s) {
+  if (!constPair(s, "t", "tt") && !constPair(s, "f", "ff")) return nullptr;
+  Op op = s.root().op();
+  return s["c"].where(s["t"].alu(op, s["tt"]), s["f"].alu(op, s["ff"]));
+}
+
+V combineWheresAdd(S &s) {
+  if (!constPair(s, "t", "tt") && !constPair(s, "f", "ff")) return nullptr;
+  return s["y"] + s["c"].where(s["t"] + s["tt"], s["f"] + s["ff"]);
+}
+
+// ---- LOAD/STORE ------------------------------------------------------------------------------------
+/// INDEX(buf, idx, ...) with its index gated by cond: INDEX(buf, cond.where(idx, Invalid), ...).
+V gatedIndex(S &s, V index, V cond) {
+  std::vector<const UOp *> src(index->src().begin(), index->src().end());
+  src[1] = s.wrap(src[1]).valid(cond);
+  return s.wrap(s.ctx().withSrc(index, src));
+}
+V storeUnderGate(S &s) { return s.root().with({gatedIndex(s, s["index"], s["gate"]), s["alt"]}); }
+V storeUnderCond(S &s) { return s.root().with({gatedIndex(s, s["index"], s["cond"]), s["val"]}); }
+
+// ---- removing Invalid ------------------------------------------------------------------------------
+V gateToZero(S &s) { return s["w"].with({s["cond"], s["x"], s["x"].k(0)}); }
+V stackInvalidToZero(S &s) {
+  V st = s.root();
+  std::vector<const UOp *> src(st->src().begin(), st->src().end());
+  bool any = false;
+  for (const UOp *&x : src)
+    if (isInvalidConst(x)) x = mkConst(s.ctx(), x->dtype, 0), any = true;
+  return any ? s.wrap(s.ctx().withSrc(st, src)) : V();
+}
+
+} // namespace
+
+const RuleSet &whereSimpleRules() {
+  static const RuleSet rules{
+      srule(where(var(), var("val"), var("val")), keepVal),                             // c?v:v -> v
+      srule(where(cvar("gate"), var("c0"), var("c1")), constGate),                      // True?a:b -> a, False?a:b -> b
+      srule(where(var("a"), where(var("b"), var("c"), var("d")), var("d")), andGate),   // a?(b?c:d):d -> (a&b)?c:d
+      srule(where(var("a"), var("c"), where(var("b"), var("c"), var("d"))), orGate),    // a?c:(b?c:d) -> (a|b)?c:d
+      srule(where(boolean("x"), cst(1, DType::Bool), cst(0, DType::Bool)), keepX),      // x?True:False -> x
+      srule(where(boolean("x"), cst(0, DType::Bool), cst(1, DType::Bool)), notX),       // x?False:True -> !x
+  };
+  return rules;
+}
+
+const RuleSet &whereRules() {
+  static const Pat cTF = where(var("c"), var("t"), var("f")), cTTFF = where(var("c"), var("tt"), var("ff"));
+  static const RuleSet rules{
+      srule(where(ne(boolean("cond"), cst(1, DType::Bool)), var("t"), var("f")), swapOnNot), // !c?t:f -> c?f:t
+      srule(where(boolean("cond"), var("t"), var("f")), foldWhereClosure), // c?t(c):f(c) -> c?t(True):f(False)
+      srule(pat(isBinary).src(cTF, cTTFF), combineWheres), // (c?t:f) op (c?tt:ff) -> c?(t op tt):(f op ff)
+      srule((var("y") + cTF) + cTTFF, combineWheresAdd), // y+(c?t:f)+(c?tt:ff) -> y+c?(t+tt):(f+ff)
+      srule(where(var("c"), var("t"), cst(0)) + where(var("c"), cst(0), var("f")), selectTF), // (c?t:0)+(c?0:f)
+  };
+  return rules;
+}
+
+const RuleSet &memoryRules() {
+  static const Pat index = pat(Op::INDEX).named("index"), store = pat(Op::STORE);
+  static const Pat orOld = where(var("gate"), var("alt"), loadOf(index));
+  static const Pat gated = where(var("cond"), var("val"), invalidPat());
+  static const RuleSet rules{
+      srule(store.src(index, loadOf(index)), noop),                                     // x[i] = x[i] -> NOOP
+      srule(store.src(index, orOld), storeUnderGate),                                   // x[i]=g?a:x[i] -> x[i if g]=a
+      srule(store.src(var(), invalidPat()), noop),                                      // x[i] = Invalid -> NOOP
+      srule(store.src(index, gated), storeUnderCond),                                   // x[i] = c?v:I -> x[i if c] = v
+  };
+  return rules;
+}
+
+} // namespace uopc::sym
+
+namespace uopc {
+using namespace sym;
+
+const RuleSet &dataInvalidRules() {
+  static const RuleSet rules{
+      srule(pat(opsWhere(isUnaryOrBitcast)).src(invalidPat()), invalidLikeRoot),        // op(I) -> I
+      srule(pat(opsWhere(isUnaryOrCast)).src(invalidGate()), unaryIntoGate),            // op(c?x:I) -> c?op(x):I
+      srule(pat(isBinary).src(invalidGate(), var("y")), binaryIntoGateL),               // (c?x:I) op y -> c?(x op y):I
+      srule(pat(isBinary).src(var("y"), invalidGate()), binaryIntoGateR),               // y op (c?x:I) -> c?(y op x):I
+      srule(pat(isBinary).srcEither(invalidPat(), var()), invalidLikeRoot),             // I op y -> I (comparisons too)
+      srule(where(invalidPat(), var("a"), var()), invalidLikeA),                        // I?a:b -> I
+      srule(where(invalidGate(), var("a"), var("b")), gateOfCondition),                 // (c?x:I)?a:b -> c?(x?a:b):I
+      srule(where(var("cond"), invalidPat(), var("val")), invalidToFalseBranch),        // c?I:v -> !c?v:I
+      srule(where(var("a"), invalidGate(), var("c")), liftGateFromTrue), // a?(c?x:I):y -> (!a|c)?(a?x:y):I
+      srule(where(var("a"), var("b"), invalidGate()), liftGateFromFalse), // a?b:(c?x:I) -> (a|c)?(a?b:x):I
+      // ** a gated LOAD/STORE whose gate is always false folds **
+      srule(pat(Op::STORE).src(invalidIndex(), var()), noop),                           // store to I -> NOOP
+      srule(loadOf(invalidIndex()), loadOfInvalid),                                     // load from I -> alt (or 0)
+  };
+  return rules;
+}
+
+const RuleSet &removeInvalidRules() {
+  static const RuleSet rules{
+      srule(where(var("cond"), var("x"), invalidPat()).named("w"), gateToZero),         // c?x:I -> c?x:0
+      srule(pat(Op::STACK), stackInvalidToZero), // STACK(.., I, ..) -> STACK(.., 0, ..)
+  };
+  return rules;
+}
+
+} // namespace uopc
