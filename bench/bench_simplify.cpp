@@ -60,7 +60,9 @@ public:
 
 private:
   const UOp *k(int64_t v) { return c_.constInt(DType::WeakInt, v); }
-  const UOp *bin(Op op, const UOp *a, const UOp *b) { return c_.make(op, isComparison(op) ? DType::Bool : a->dtype, {a, b}); }
+  const UOp *bin(Op op, const UOp *a, const UOp *b) {
+    return c_.make(op, isComparison(op) ? DType::Bool : a->dtype, {a, b});
+  }
   std::vector<const UOp *> strides(const Shape &s) {
     std::vector<const UOp *> st(s.size());
     const UOp *acc = k(1);
@@ -79,7 +81,8 @@ private:
     if (!os) return nullptr;
     std::vector<const UOp *> idx;
     for (const UOp *d : *os)
-      idx.push_back(c_.make(Op::RANGE, DType::WeakInt, {d}, c_.argTuple({c_.argInt(rangeId_++), c_.argAxisType(AxisType::LOOP)})));
+      idx.push_back(c_.make(Op::RANGE, DType::WeakInt, {d},
+                            c_.argTuple({c_.argInt(rangeId_++), c_.argAxisType(AxisType::LOOP)})));
     const UOp *valid = c_.constBool(true);
     const UOp *u = site;
     while (isMovement(u->op)) {
@@ -103,7 +106,8 @@ private:
           nidx[i] = d && *d == 1 ? k(0) : idx[i];
         }
         break;
-      case Op::PAD: case Op::SHRINK:
+      case Op::PAD:
+      case Op::SHRINK:
         for (size_t i = 0; i < in.size(); ++i) {
           const UOp *off = u->src(1)->op == Op::STACK ? u->src(1)->src(i) : u->src(1); // a 1-D operand is a scalar
           if (u->op == Op::SHRINK) {
@@ -118,7 +122,8 @@ private:
         break;
       case Op::FLIP:
         for (size_t i = 0; i < in.size(); ++i)
-          nidx[i] = u->arg->elems()[i]->b() ? bin(Op::ADD, bin(Op::ADD, in[i], k(-1)), bin(Op::MUL, idx[i], k(-1))) : idx[i];
+          nidx[i] =
+              u->arg->elems()[i]->b() ? bin(Op::ADD, bin(Op::ADD, in[i], k(-1)), bin(Op::MUL, idx[i], k(-1))) : idx[i];
         break;
       default: return nullptr;
       }
@@ -194,14 +199,17 @@ Figures corpusIndex(const std::string &path, int reps, size_t show = 0) {
 const UOp *generated(Context &c, std::mt19937_64 &rng, size_t n) {
   auto pick = [&](uint64_t m) { return rng() % m; };
   auto k = [&](int64_t v) { return c.constInt(DType::WeakInt, v); };
-  auto bin = [&](Op op, const UOp *a, const UOp *b) { return c.make(op, isComparison(op) ? DType::Bool : a->dtype, {a, b}); };
+  auto bin = [&](Op op, const UOp *a, const UOp *b) {
+    return c.make(op, isComparison(op) ? DType::Bool : a->dtype, {a, b});
+  };
   static const int64_t strides[] = {1, 2, 3, 4, 8, 16, 32, 64, 128, 768, 3072};
   static const int64_t shapes[] = {2, 3, 4, 8, 12, 16, 32, 64};
   std::vector<const UOp *> exprs;
   for (size_t e = 0; e < n; ++e) {
     std::vector<const UOp *> vars;
     for (int v = 2 + int(pick(3)); v > 0; --v)
-      vars.push_back(makeVariable(c, "i" + std::to_string(e) + "_" + std::to_string(v), 0, int64_t(shapes[pick(8)]) - 1));
+      vars.push_back(
+          makeVariable(c, "i" + std::to_string(e) + "_" + std::to_string(v), 0, int64_t(shapes[pick(8)]) - 1));
     const UOp *x = k(int64_t(pick(5)));
     for (const UOp *v : vars) x = bin(Op::ADD, x, bin(Op::MUL, v, k(strides[pick(11)])));
     for (int depth = 1 + int(pick(3)); depth > 0; --depth) {
@@ -212,7 +220,8 @@ const UOp *generated(Context &c, std::mt19937_64 &rng, size_t n) {
       case 2: x = bin(Op::ADD, bin(Op::FLOORMOD, x, s), bin(Op::MUL, bin(Op::FLOORDIV, x, s), s)); break;
       default: {
         const UOp *v = vars[pick(vars.size())];
-        const UOp *valid = bin(Op::AND, bin(Op::CMPNE, bin(Op::CMPLT, v, k(1)), c.constBool(true)), bin(Op::CMPLT, v, k(7)));
+        const UOp *valid =
+            bin(Op::AND, bin(Op::CMPNE, bin(Op::CMPLT, v, k(1)), c.constBool(true)), bin(Op::CMPLT, v, k(7)));
         x = c.make(Op::WHERE, DType::WeakInt, {valid, bin(Op::ADD, x, k(-1)), makeInvalid(c, DType::WeakInt)});
       }
       }

@@ -3,10 +3,15 @@
 // directory. Exit codes: 0 success, 1 bad input (one message on stderr), 2 bad usage.
 #include "Driver/Driver.h"
 
+#include "Driver/Manifest.h"
 #include "Driver/OutputDir.h"
 #include "IR/Error.h"
 #include "IR/GraphIO.h"
 #include "Passes/PassManager.h"
+#include "Passes/Schedule.h"
+#ifdef UOPC_HAVE_C_TARGET // defined by CMake when the C backend library (uopc_targets) is built
+#include "Targets/CTarget.h"
+#endif
 
 #include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -67,6 +72,33 @@ int convertMain(int argc, char **argv) {
   return kExitOk;
 }
 
+bool haveBackend(const std::string &target) {
+#ifdef UOPC_HAVE_C_TARGET
+  return target == "c";
+#else
+  return false;
+#endif
+}
+
+std::string_view extension(const std::string &target) { return target == "c" ? "c" : target == "llvm" ? "ll" : "ptx"; }
+
+/// Renders every kernel step (one source per kernel and device, `_device_num` bound to the step's) and
+/// records the symbol each exports.
+void emitKernels(Graph &g, const Schedule &s, const std::string &target, std::vector<KernelArtifact> &artifacts,
+                 OutputDir &out) {
+#ifdef UOPC_HAVE_C_TARGET
+  for (size_t i = 0; i < s.steps.size(); ++i) {
+    const SchedStep &st = s.steps[i];
+    if (st.kind != SchedStep::Kind::Kernel) continue;
+    EmittedKernel k = emitCKernel(*g.ctx, st.call, st.deviceNum, artifacts[i].symbol);
+    artifacts[i].symbol = k.symbol;
+    out.write(artifacts[i].file, k.source);
+  }
+#else
+  fail("the '" + target + "' backend is not implemented yet");
+#endif
+}
+
 int compileMain(int argc, char **argv) {
   CLI::App app{"uopc: ahead-of-time compiler for tinygrad UOp graphs.\n"
                "  uopc GRAPH -o DIR          compile a graph (JSON or .uopb)\n"
@@ -81,8 +113,10 @@ int compileMain(int argc, char **argv) {
   app.add_option("-o,--output", outDir, "Output directory (written atomically)");
   app.add_option("--target", target, "Kernel language")->check(CLI::IsMember({"c", "llvm", "ptx"}));
   app.add_option("--pass-pipeline", pipelineText, "Comma-separated passes (default: the full pipeline)");
-  app.add_option("--emit", emit, "What to write: 'graph' writes the final graph as graph.json")
-      ->check(CLI::IsMember({"graph", "kernels"}));
+  app.add_option("--emit", emit,
+                 "What to write: 'kernels' (default) the kernel sources and manifest.json, 'manifest' only "
+                 "manifest.json (the schedule), 'graph' the final graph as graph.json")
+      ->check(CLI::IsMember({"graph", "manifest", "kernels"}));
   app.add_flag("--list-passes", listPasses, "List the registered passes and exit");
   app.add_flag("--print-after-all", pm.printAfterAll, "Print the graph after every pass (stdout)");
   app.add_option("--print-after", pm.printAfter, "Print the graph after this pass (repeatable)")->delimiter(',');
@@ -128,14 +162,23 @@ int compileMain(int argc, char **argv) {
 
   try {
     // Refuse before doing any work what cannot be produced yet: no partial output either way.
-    if (emit == "kernels")
-      fail("the '" + target + "' backend is not implemented yet; use --emit graph to write the final graph");
+    if (emit == "kernels" && !haveBackend(target))
+      fail("the '" + target + "' backend is not implemented yet; use --emit graph or --emit manifest");
     spdlog::info("reading {}", input);
     Graph g = readGraphFile(input);
     spdlog::info("running {} passes", pipeline.size());
     runPipeline(g, pipeline, pm, std::cout, std::cerr);
     OutputDir out(outDir);
-    out.write("graph.json", writeGraphJson(g));
+    if (emit == "graph") {
+      out.write("graph.json", writeGraphJson(g));
+    } else {
+      Schedule s = buildSchedule(g);
+      std::vector<KernelArtifact> artifacts(s.steps.size());
+      for (size_t i = 0; i < s.steps.size(); ++i)
+        if (s.steps[i].kind == SchedStep::Kind::Kernel) artifacts[i] = defaultArtifact(s, s.steps[i], extension(target));
+      if (emit == "kernels") emitKernels(g, s, target, artifacts, out);
+      out.write("manifest.json", manifestJson(s, target, artifacts));
+    }
     out.commit();
   } catch (const Error &e) {
     std::cout.flush();

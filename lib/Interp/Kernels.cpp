@@ -14,7 +14,6 @@
 #include "Interp/Evaluator.h"
 
 #include <algorithm>
-#include <functional>
 #include <unordered_map>
 
 namespace uopc::interp {
@@ -83,10 +82,43 @@ struct KernelEval {
     return asInt(v.a->words[0]);
   }
 
-  const RV &eval(const UOp *u) {
-    if (auto it = memo.find(u); it != memo.end()) return it->second;
-    RV r = evalUncached(u);
-    return memo.emplace(u, std::move(r)).first->second;
+  /// The nodes evalUncached(u) evaluates first.
+  static std::vector<const UOp *> operandsOf(const UOp *u) {
+    switch (u->op) {
+    case Op::CONST:
+    case Op::PARAM: return {};
+    case Op::INDEX: return {u->src(1)};
+    case Op::REDUCE: {
+      std::vector<const UOp *> v{u->src(0)};
+      for (const UOp *r : u->src().subspan(1)) v.push_back(r->src(0));
+      return v;
+    }
+    default: return {u->src().begin(), u->src().end()};
+    }
+  }
+
+  /// Post-order with an explicit stack (a kernel body may be a million ops deep), so that evalUncached
+  /// only ever finds its operands in the memo.
+  const RV &eval(const UOp *root) {
+    if (auto it = memo.find(root); it != memo.end()) return it->second;
+    std::vector<std::pair<const UOp *, bool>> stack{{root, false}};
+    while (!stack.empty()) {
+      auto [u, expanded] = stack.back();
+      if (memo.count(u)) {
+        stack.pop_back();
+        continue;
+      }
+      if (!expanded) {
+        stack.back().second = true;
+        for (const UOp *s : operandsOf(u))
+          if (!memo.count(s)) stack.push_back({s, false});
+        continue;
+      }
+      stack.pop_back();
+      RV r = evalUncached(u);
+      memo.emplace(u, std::move(r));
+    }
+    return memo.at(root);
   }
 
   RV evalUncached(const UOp *u) {
@@ -257,17 +289,29 @@ void Evaluator::runKernels() {
         for (const UOp *a : calls[r]->src().subspan(2))
           if (a == prior) before[w].push_back(r);
   }
+  // depth-first order over `before`, with an explicit stack (a chain of calls may be long)
   std::vector<int> state(calls.size(), 0);
   std::vector<size_t> order;
-  std::function<void(size_t)> visit = [&](size_t c) {
-    if (state[c] == 2) return;
-    if (state[c] == 1) fail("kernel graph: cyclic dependencies between calls");
-    state[c] = 1;
-    for (size_t b : before[c]) visit(b);
-    state[c] = 2;
-    order.push_back(c);
-  };
-  for (size_t c = 0; c < calls.size(); ++c) visit(c);
+  for (size_t start = 0; start < calls.size(); ++start) {
+    if (state[start]) continue;
+    std::vector<std::pair<size_t, size_t>> st{{start, 0}};
+    state[start] = 1;
+    while (!st.empty()) {
+      auto &[c, i] = st.back();
+      if (i < before[c].size()) {
+        size_t b = before[c][i++];
+        if (state[b] == 1) fail("kernel graph: cyclic dependencies between calls");
+        if (state[b] == 0) {
+          state[b] = 1;
+          st.push_back({b, 0});
+        }
+        continue;
+      }
+      state[c] = 2;
+      order.push_back(c);
+      st.pop_back();
+    }
+  }
 
   // storage of intermediate BUFFERs, one array per device
   std::unordered_map<const UOp *, std::vector<std::shared_ptr<Array>>> buffers;

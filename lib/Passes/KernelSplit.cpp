@@ -118,12 +118,34 @@ struct Splitter {
     return st;
   }
 
+  /// CALL(COPY(PARAM 1)[devices, source device], dst, src): copies `copy`'s source into the state `dst`.
+  const UOp *copyCall(const UOp *copy, const UOp *dst) {
+    auto [src, devIdx] = copySource(copy);
+    const UOp *from = materialize(src);
+    if (from->op != Op::AFTER && !Lowerer::isBuffer(from)) fail("kernel-split: cannot copy " + g.describe(copy));
+    ParamArg p = ParamArg::decode(rawBuffer(from)->arg);
+    p.slot = 1;
+    const UOp *body = c.make(Op::COPY, copy->dtype, {c.make(Op::PARAM, from->dtype, {rawBuffer(from)->src(0)}, p.encode(c))},
+                             c.argTuple({copy->arg, c.argInt(devIdx)}));
+    return c.make(Op::CALL, DType::Void, {body, dst, from});
+  }
+
+  /// A view with the buffer's own flat layout (only RESHAPEs above an AFTER/buffer).
+  static bool contiguousView(const UOp *v) {
+    while (v->op == Op::RESHAPE) v = v->src(0);
+    return !isMovement(v->op);
+  }
+
   void visit(const UOp *u) {
     switch (u->op) {
     case Op::STORE: {
       const UOp *base = u->src(0);
       while (isMovement(base->op)) base = base->src(0);
       const UOp *prior = Lowerer::isBuffer(base) ? base : L.stateOf(base);
+      if (u->src(1)->op == Op::COPY && contiguousView(u->src(0))) { // the copy lands in place: no kernel
+        callOf[u] = copyCall(u->src(1), prior);
+        break;
+      }
       L.beginKernel(0);
       callOf[u] = makeCall(L.lowerStore(u->src(0), u->src(1), prior), prior);
       break;
@@ -150,19 +172,8 @@ struct Splitter {
       break;
     }
     case Op::COPY: {
-      auto [src, devIdx] = copySource(u);
-      const UOp *from = materialize(src);
-      if (from->op != Op::AFTER && !Lowerer::isBuffer(from)) fail("kernel-split: cannot copy " + g.describe(u));
       const UOp *buf = newBuffer(u, u->dtype, si.device(u));
-      const UOp *body = c.make(Op::COPY, u->dtype, {c.make(Op::PARAM, from->dtype, {rawBuffer(from)->src(0)},
-                                                             [&] {
-                                                               ParamArg p = ParamArg::decode(rawBuffer(from)->arg);
-                                                               p.slot = 1;
-                                                               return p.encode(c);
-                                                             }())},
-                               c.argTuple({u->arg, c.argInt(devIdx)}));
-      const UOp *call = c.make(Op::CALL, DType::Void, {body, buf, from});
-      state[u] = c.make(Op::AFTER, buf->dtype, {buf, call});
+      state[u] = c.make(Op::AFTER, buf->dtype, {buf, copyCall(u, buf)});
       break;
     }
     default: break;

@@ -19,7 +19,9 @@
 #include "IR/Records.h"
 #include "Passes/Passes.h"
 #include "Passes/Rangeify/Lower.h"
+#include "Passes/Rangeify/StateCheck.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -64,6 +66,7 @@ bool isWeak(DType dt) { return dt == DType::WeakInt || dt == DType::WeakFloat; }
 
 void runRangeify(Graph &g) {
   Context &c = *g.ctx;
+  checkStateCycles(g, g.root);
   const UOp *root = normalizeAfters(c, g.root);
   ShapeInfo si(g);
   std::vector<const UOp *> topo = toposort(root);
@@ -156,24 +159,42 @@ void runRangeify(Graph &g) {
       auto numel = numelOf(si, s);
       if (!numel) continue;
       auto cost = recomputeCost(s, isMat);
-      std::optional<int64_t> work = int64_t(0);
+      // work per indexing (the seed's recompute_work: each indexing happens in exactly one kernel), and
+      // work per distinct kernel (several sites in one kernel share its output loop)
+      std::optional<int64_t> work = int64_t(0), kernelWork = int64_t(0), maxKernelWork = int64_t(0);
+      std::set<int> kernels;
+      bool underReduce = false;
       for (auto &[k, ix] : idxs) {
-        if (ix.kernels.size() != 1 || !works[static_cast<size_t>(*ix.kernels.begin())]) {
-          work.reset();
+        underReduce |= ix.underReduce;
+        kernels.insert(ix.kernels.begin(), ix.kernels.end());
+        if (!work) continue;
+        if (ix.kernels.size() != 1 || !works[static_cast<size_t>(*ix.kernels.begin())]) work.reset();
+        else *work += *works[static_cast<size_t>(*ix.kernels.begin())];
+      }
+      for (int k : kernels) {
+        const auto &w = works[static_cast<size_t>(k)];
+        if (!w || !kernelWork) {
+          kernelWork.reset(), maxKernelWork.reset();
           break;
         }
-        *work += *works[static_cast<size_t>(*ix.kernels.begin())];
+        *kernelWork += *w;
+        *maxKernelWork = std::max(*maxKernelWork, *w);
       }
       int64_t n = static_cast<int64_t>(idxs.size());
+      bool threefry = cost && hasThreefry(s, isMat);
+      bool tiny = cost && *cost <= kMaxScalarRecompute && *numel <= 8 && maxKernelWork && *maxKernelWork <= 8;
+      // read once per output element of its only kernel: inlining duplicates nothing, whatever the cost
+      bool once = cost && kernels.size() == 1 && !underReduce && kernelWork && *kernelWork <= *numel;
       if (n > 1) {
-        if (cost && *cost <= kMaxRecompute && work && *work <= *numel * n) remove = s;
+        bool cheap = cost && *cost <= kMaxRecompute &&
+                     ((work && *work <= *numel * n) || (kernelWork && *kernelWork <= *numel * n));
+        if (cheap || threefry || tiny) remove = s;
       } else {
         const Indexing &ix = idxs.begin()->second;
         bool scalar = *numel == 1 && cost && *cost <= kMaxScalarRecompute && ix.constIndex;
         bool small = cost && *cost <= kMaxScalarRecompute && *numel <= 8;
         if (cost) {
-          if (hasThreefry(s, isMat) || scalar || small || (*cost <= kMaxRecompute && work && *work <= *numel))
-            remove = s;
+          if (threefry || scalar || small || once || (*cost <= kMaxRecompute && work && *work <= *numel)) remove = s;
         } else if (work && !ix.underReduce && *work == *numel) {
           remove = s;
         }

@@ -1,6 +1,7 @@
 //===- Simplify.cpp - the `simplify` pass: symbolic simplification --------===//
-// Runs tinygrad's `sym` rule set (lib/Passes/Symbolic/Symbolic.h) over the whole graph: constant
-// folding, algebra, range folds, div/mod of index math, valid masks and Invalid gates.
+// Runs tinygrad's `sym` rule set (lib/Passes/Symbolic/Symbolic.h) over the whole graph, the bodies of
+// CALLs and FUNCTIONs included: constant folding, algebra, range folds, div/mod of index math, valid
+// masks and Invalid gates.
 //
 // Safe on tensor-level graphs: a rule may only rewrite a node whose shape is () or undefined (index
 // math, scalar values, kernel-level nodes). A tensor-valued node is never folded to a scalar constant
@@ -28,6 +29,7 @@ void runSimplify(Graph &g) {
   RewriteOptions o;
   o.sourcesFirst = &symRules();
   o.user = static_cast<SymbolicCtx *>(&sc);
+  o.enterCalls = true; // kernel bodies (CALL of a SINK) are where the index math is
   o.describe = [&g](const UOp *u) { return g.describe(u); };
   g.root = graphRewrite(*g.ctx, g.root, o);
 }

@@ -25,6 +25,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <ctime>
 #include <iostream>
 #include <random>
 #include <sstream>
@@ -70,11 +71,14 @@ public:
     if (dt == DType::Bool) return genBool(depth);
     if (depth <= 0 || pick(6) == 0) return leaf(dt);
     switch (pick(24)) {
-    case 0: case 1: return bin(Op::ADD, gen(dt, depth - 1), gen(dt, depth - 1));
+    case 0:
+    case 1: return bin(Op::ADD, gen(dt, depth - 1), gen(dt, depth - 1));
     case 2: return bin(Op::SUB, gen(dt, depth - 1), gen(dt, depth - 1));
     case 3: return bin(Op::MUL, gen(dt, depth - 1), pick(2) ? smallConst(dt) : gen(dt, depth - 1));
-    case 4: case 5: return bin(Op::FLOORDIV, gen(dt, depth - 1), divisor(dt, depth - 1));
-    case 6: case 7: return bin(Op::FLOORMOD, gen(dt, depth - 1), divisor(dt, depth - 1));
+    case 4:
+    case 5: return bin(Op::FLOORDIV, gen(dt, depth - 1), divisor(dt, depth - 1));
+    case 6:
+    case 7: return bin(Op::FLOORMOD, gen(dt, depth - 1), divisor(dt, depth - 1));
     case 8: return bin(pick(2) ? Op::CDIV : Op::CMOD, gen(dt, depth - 1), divisor(dt, depth - 1));
     case 9: return bin(Op::MAX, gen(dt, depth - 1), gen(dt, depth - 1));
     case 10: { // min(a, b) = -max(-a, -b), spelled with NEG or *-1
@@ -82,7 +86,8 @@ public:
       return neg(bin(Op::MAX, neg(a), neg(b)));
     }
     case 11: return c_.make(Op::NEG, dt, {gen(dt, depth - 1)});
-    case 12: case 13: return c_.make(Op::WHERE, dt, {genBool(depth - 1), gen(dt, depth - 1), gen(dt, depth - 1)});
+    case 12:
+    case 13: return c_.make(Op::WHERE, dt, {genBool(depth - 1), gen(dt, depth - 1), gen(dt, depth - 1)});
     case 14: {
       Op op = pick(3) == 0 ? Op::AND : pick(2) ? Op::OR : Op::XOR;
       return bin(op, gen(dt, depth - 1), pick(2) ? smallConst(dt) : gen(dt, depth - 1));
@@ -94,11 +99,13 @@ public:
     }
     case 17: return cast(genBool(depth - 1), dt);
     case 18: // an Invalid gate
-      if (dt == DType::WeakInt && pick(2)) return c_.make(Op::WHERE, dt, {genBool(depth - 1), gen(dt, depth - 1), invalid(dt)});
+      if (dt == DType::WeakInt && pick(2))
+        return c_.make(Op::WHERE, dt, {genBool(depth - 1), gen(dt, depth - 1), invalid(dt)});
       return gen(dt, depth - 1);
     case 19: // tinygrad's spelling of a - b and of index math: a + b*-1, a*c + b
       return bin(Op::ADD, bin(Op::MUL, gen(dt, depth - 1), smallConst(dt)), gen(dt, depth - 1));
-    case 20: case 21: // index math: what movement ops and padding turn into
+    case 20:
+    case 21: // index math: what movement ops and padding turn into
       return dt == DType::WeakInt ? index(depth) : gen(dt, depth - 1);
     default: return bin(Op::ADD, gen(dt, depth - 1), smallConst(dt));
     }
@@ -120,7 +127,8 @@ public:
     switch (pick(6)) {
     case 0: return bin(Op::FLOORDIV, sum, c);
     case 1: return bin(Op::FLOORMOD, sum, c);
-    case 2: return bin(Op::ADD, bin(Op::FLOORMOD, sum, c), bin(Op::MUL, bin(Op::FLOORDIV, sum, c), c)); // x%c + (x//c)*c
+    case 2:
+      return bin(Op::ADD, bin(Op::FLOORMOD, sum, c), bin(Op::MUL, bin(Op::FLOORDIV, sum, c), c)); // x%c + (x//c)*c
     case 3: return bin(Op::FLOORDIV, bin(Op::FLOORMOD, sum, k(DType::WeakInt, shapes[pick(8)] * 4)), c);
     case 4: { // a padded load's gated index: valid when lo <= x < hi (x a variable or a simplex a*x + b*y)
       const UOp *x = vars_[pick(vars_.size())].node;
@@ -129,7 +137,8 @@ public:
                 bin(Op::MUL, vars_[pick(vars_.size())].node, k(DType::WeakInt, int64_t(pick(3)) + 1)));
       const UOp *lo = bin(Op::CMPNE, bin(Op::CMPLT, x, k(DType::WeakInt, int64_t(pick(5)) - 3)), k(DType::Bool, 1));
       const UOp *hi = bin(Op::CMPLT, x, k(DType::WeakInt, int64_t(pick(6))));
-      return c_.make(Op::WHERE, DType::WeakInt, {bin(Op::AND, lo, hi), bin(Op::FLOORMOD, sum, c), invalid(DType::WeakInt)});
+      return c_.make(Op::WHERE, DType::WeakInt,
+                     {bin(Op::AND, lo, hi), bin(Op::FLOORMOD, sum, c), invalid(DType::WeakInt)});
     }
     default: return sum;
     }
@@ -155,7 +164,8 @@ private:
       return k(dt, edges[pick(7)]);
     }
     if (dt == DType::WeakInt && pick(24) == 0) { // beyond int32: casts to int32 wrap
-      static const int64_t big[] = {int64_t(1) << 31, (int64_t(1) << 31) - 1, -(int64_t(1) << 31) - 1, int64_t(3) << 30};
+      static const int64_t big[] = {int64_t(1) << 31, (int64_t(1) << 31) - 1, -(int64_t(1) << 31) - 1,
+                                    int64_t(3) << 30};
       return k(dt, big[pick(4)]);
     }
     if (pick(16) == 0) return k(dt, int64_t(pick(512)) - 256);
@@ -176,14 +186,19 @@ private:
     return smallConst(dt);
   }
   const UOp *genBool(int depth) {
-    if (depth <= 0 || pick(8) == 0) return pick(4) ? bin(Op::CMPLT, leaf(DType::WeakInt), leaf(DType::WeakInt)) : k(DType::Bool, int64_t(pick(2)));
+    if (depth <= 0 || pick(8) == 0)
+      return pick(4) ? bin(Op::CMPLT, leaf(DType::WeakInt), leaf(DType::WeakInt)) : k(DType::Bool, int64_t(pick(2)));
     DType it = pick(4) ? DType::WeakInt : pick(3) ? DType::Int32 : DType::UInt32;
     switch (pick(9)) {
-    case 0: case 1: case 2: return bin(Op::CMPLT, gen(it, depth - 1), gen(it, depth - 1));
+    case 0:
+    case 1:
+    case 2: return bin(Op::CMPLT, gen(it, depth - 1), gen(it, depth - 1));
     case 3: return bin(Op::CMPNE, gen(it, depth - 1), gen(it, depth - 1));
     case 4: return bin(Op::CMPEQ, gen(it, depth - 1), gen(it, depth - 1));
     case 5: return bin(pick(2) ? Op::AND : Op::OR, genBool(depth - 1), genBool(depth - 1));
-    case 6: return pick(2) ? bin(Op::XOR, genBool(depth - 1), genBool(depth - 1)) : bin(Op::CMPNE, genBool(depth - 1), k(DType::Bool, 1));
+    case 6:
+      return pick(2) ? bin(Op::XOR, genBool(depth - 1), genBool(depth - 1))
+                     : bin(Op::CMPNE, genBool(depth - 1), k(DType::Bool, 1));
     case 7: return cast(gen(it, depth - 1), DType::Bool);
     default: return c_.make(Op::WHERE, DType::Bool, {genBool(depth - 1), genBool(depth - 1), genBool(depth - 1)});
     }
@@ -228,7 +243,8 @@ private:
       if (isInvalidConst(u)) return {0, true};
       if (u->arg->kind == ArgKind::Bool) return {Word(u->arg->b()), false};
       return {interp::intToWord(u->dtype, u->arg->i()), false};
-    case Op::PARAM: case Op::RANGE: return {interp::intToWord(u->dtype, point.at(u)), false};
+    case Op::PARAM:
+    case Op::RANGE: return {interp::intToWord(u->dtype, point.at(u)), false};
     case Op::STACK: return {};
     case Op::CAST: {
       Value a = v(0);
@@ -259,7 +275,8 @@ private:
     case Op::MUL: r = a * b; break;
     case Op::NEG: r = -a; break;
     case Op::SHL: r = b >= 0 && b < 64 ? a * (Bound(1) << int(b)) : 0; break;
-    case Op::FLOORDIV: case Op::CDIV: r = b == -1 ? -a : 0; break;
+    case Op::FLOORDIV:
+    case Op::CDIV: r = b == -1 ? -a : 0; break;
     default: return;
     }
     if (!fitsInt64(r)) overflowed = true;
@@ -406,11 +423,15 @@ TEST_CASE("simplified random expressions evaluate like the originals", "[symboli
   const uint64_t count = longMode ? 1000000 : 100000;
   Stats st;
   auto t0 = std::chrono::steady_clock::now();
+  std::clock_t c0 = std::clock();
   runDifferential(count, envSeed(), st);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  double cpu = double(std::clock() - c0) / CLOCKS_PER_SEC;
   std::cerr << "symbolic differential: " << st.expressions << " expressions, " << st.points << " points, "
-            << st.mismatches << " mismatches, " << st.skipped << " skipped (weakint left int64; " << st.simplifiedOverflows << " only after simplifying), " << st.rangeViolations << " range violations, " << st.errors
-            << " rewrite errors, nodes " << st.nodesBefore << " -> " << st.nodesAfter << ", " << secs << " s\n";
+            << st.mismatches << " mismatches, " << st.skipped << " skipped (weakint left int64; "
+            << st.simplifiedOverflows << " only after simplifying), " << st.rangeViolations << " range violations, "
+            << st.errors << " rewrite errors, nodes " << st.nodesBefore << " -> " << st.nodesAfter << ", " << secs
+            << " s wall, " << cpu << " s cpu\n";
   CHECK(st.errors == 0);
   CHECK(st.rangeViolations == 0);
   CHECK(st.mismatches == 0);
@@ -441,18 +462,19 @@ TEST_CASE("range analysis follows tinygrad's vmin/vmax", "[symbolic]") {
   CHECK(is(op2(c, Op::FLOORDIV, a, w(c, 2)), 1, 2));
   CHECK(is(op2(c, Op::FLOORDIV, b, w(c, 2)), -2, 2));
   CHECK(is(op2(c, Op::CDIV, b, w(c, 2)), -1, 2));
-  CHECK(is(op2(c, Op::FLOORMOD, a, w(c, 8)), 2, 5));      // one period: exact
-  CHECK(is(op2(c, Op::FLOORMOD, b, w(c, 3)), 0, 2));      // crosses periods: [0, c-1]
+  CHECK(is(op2(c, Op::FLOORMOD, a, w(c, 8)), 2, 5)); // one period: exact
+  CHECK(is(op2(c, Op::FLOORMOD, b, w(c, 3)), 0, 2)); // crosses periods: [0, c-1]
   CHECK(is(op2(c, Op::CMOD, b, w(c, 3)), -2, 2));
   CHECK(is(op2(c, Op::MAX, a, b), 2, 5));
   CHECK(is(op2(c, Op::SHL, a, w(c, 3)), 16, 40));
   CHECK(is(op2(c, Op::SHR, b, w(c, 1)), -2, 2));
   CHECK(is(op2(c, Op::AND, a, w(c, 6)), 0, 5));
-  CHECK(is(op2(c, Op::CMPLT, a, w(c, 6)), 1, 1));         // decided: always true
+  CHECK(is(op2(c, Op::CMPLT, a, w(c, 6)), 1, 1)); // decided: always true
   CHECK(is(op2(c, Op::CMPLT, a, w(c, 4)), 0, 1));
   CHECK(is(op2(c, Op::CMPNE, a, b), 0, 1));
   CHECK(is(c.make(Op::WHERE, DType::WeakInt, {op2(c, Op::CMPLT, b, w(c, 0)), a, w(c, 9)}), 2, 9));
-  const UOp *rng = c.make(Op::RANGE, DType::WeakInt, {w(c, 16)}, c.argTuple({c.argInt(0), c.argAxisType(AxisType::LOOP)}));
+  const UOp *rng =
+      c.make(Op::RANGE, DType::WeakInt, {w(c, 16)}, c.argTuple({c.argInt(0), c.argAxisType(AxisType::LOOP)}));
   CHECK(is(rng, 0, 15));
   // a divisor whose range contains 0: nothing is known (x//0 is 0 by the evaluator, tinygrad raises)
   CHECK(r.vmax(op2(c, Op::FLOORDIV, a, b)) >= kBoundInf);
@@ -478,7 +500,9 @@ TEST_CASE("sized integers that may wrap get their dtype's range", "[symbolic]") 
   const UOp *big = castTo(c, makeVariable(c, "z", 0, 300), DType::Int8);
   CHECK(r.vmin(big) == -128);
   CHECK_FALSE(r.exact(big));
-  const UOp *u8 = c.make(Op::SUB, DType::UInt8, {castTo(c, makeVariable(c, "u", 0, 3), DType::UInt8), c.make(Op::CONST, DType::UInt8, {}, c.argInt(1))});
+  const UOp *u8 =
+      c.make(Op::SUB, DType::UInt8,
+             {castTo(c, makeVariable(c, "u", 0, 3), DType::UInt8), c.make(Op::CONST, DType::UInt8, {}, c.argInt(1))});
   CHECK(r.vmin(u8) == 0); // 0 - 1 wraps to 255
   CHECK(r.vmax(u8) == 255);
 }
@@ -524,7 +548,8 @@ TEST_CASE("binding _device_num specializes and resimplifies the index math", "[s
   const UOp *dn = makeVariable(c, "_device_num", 0, 3), *i = makeVariable(c, "i", 0, 7);
   // the shard offset of device dn in a 32-element axis split 4 ways: (dn*8 + i) // 8 and % 8
   const UOp *idx = op2(c, Op::ADD, op2(c, Op::MUL, dn, w(c, 8)), i);
-  const UOp *root = c.make(Op::SINK, DType::Void, {op2(c, Op::FLOORDIV, idx, w(c, 8)), op2(c, Op::FLOORMOD, idx, w(c, 8))});
+  const UOp *root =
+      c.make(Op::SINK, DType::Void, {op2(c, Op::FLOORDIV, idx, w(c, 8)), op2(c, Op::FLOORMOD, idx, w(c, 8))});
   const UOp *simp = simplify(c, root);
   CHECK(simp->src(0) == dn); // (dn*8+i)//8 -> dn
   CHECK(simp->src(1) == i);  // (dn*8+i)%8 -> i
@@ -547,7 +572,8 @@ TEST_CASE("substituteAndSimplify resimplifies after replacing a node", "[symboli
 TEST_CASE("removeInvalidRules turns a leftover Invalid into 0, simplify does not", "[symbolic]") {
   Context c;
   const UOp *a = makeVariable(c, "a", 0, 15);
-  const UOp *gate = c.make(Op::WHERE, DType::WeakInt, {op2(c, Op::CMPLT, a, w(c, 4)), a, makeInvalid(c, DType::WeakInt)});
+  const UOp *gate =
+      c.make(Op::WHERE, DType::WeakInt, {op2(c, Op::CMPLT, a, w(c, 4)), a, makeInvalid(c, DType::WeakInt)});
   CHECK(simplify(c, gate) == gate);
   const UOp *r = simplifyWith(c, gate, removeInvalidRules());
   REQUIRE(r->op == Op::WHERE);

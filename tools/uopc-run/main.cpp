@@ -3,6 +3,7 @@
 #include "IR/Error.h"
 #include "Interp/Interpreter.h"
 #include "Passes/PassManager.h"
+#include "Runtime/Runner.h"
 
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
@@ -23,6 +24,8 @@ int usage(const std::string &msg) {
 
 int main(int argc, char **argv) {
   CLI::App app{"uopc-run: run a tinygrad UOp graph on this machine's CPU.\n"
+               "  uopc-run OUT/manifest.json --input SLOT=FILE[,FILE...] --output SLOT=FILE[,FILE...]\n"
+               "           [--var NAME=VALUE] [--bench N]      run what `uopc GRAPH -o OUT` compiled\n"
                "  uopc-run --interpret GRAPH [--pass-pipeline P] --input SLOT=FILE[,FILE...]\n"
                "           --output SLOT=FILE[,FILE...] [--var NAME=VALUE]\n"
                "Files are raw little-endian bytes, one per device of the slot, in the order of its devices.",
@@ -30,6 +33,11 @@ int main(int argc, char **argv) {
   uopc::RunRequest req;
   std::vector<std::string> inputs, outputs, vars;
   bool listPasses = false;
+  std::string manifest;
+  int bench = 0;
+  app.add_option("manifest", manifest, "A manifest.json written by uopc: compile its C kernels and run them");
+  app.add_option("--bench", bench, "Manifest mode: after the run, run the steps N more times and print their times")
+      ->check(CLI::Range(1, 1000000));
   app.add_option("--interpret", req.graphPath, "Evaluate this graph (JSON or .uopb) with the reference interpreter");
   app.add_option("--pass-pipeline", req.pipeline, "Passes to run before interpreting (default: verify)");
   app.add_option("--input", inputs, "SLOT=FILE[,FILE...]: a buffer's contents before the run (repeatable)");
@@ -47,7 +55,10 @@ int main(int argc, char **argv) {
     for (const uopc::PassInfo &p : uopc::allPasses()) std::cout << p.flag << "\t" << p.description << "\n";
     return kExitOk;
   }
-  if (req.graphPath.empty()) return usage("nothing to run: pass --interpret GRAPH (see --help)");
+  if (req.graphPath.empty() && manifest.empty())
+    return usage("nothing to run: pass a manifest.json or --interpret GRAPH (see --help)");
+  if (!req.graphPath.empty() && !manifest.empty()) return usage("pass either a manifest or --interpret GRAPH, not both");
+  if (bench && manifest.empty()) return usage("--bench needs a manifest");
   try {
     uopc::parsePipeline(req.pipeline);
     for (const std::string &s : inputs) {
@@ -66,7 +77,17 @@ int main(int argc, char **argv) {
     return usage(e.what());
   }
   try {
-    uopc::runInterpret(req);
+    if (!manifest.empty()) {
+      uopc::ManifestRunRequest mr;
+      mr.manifestPath = manifest;
+      mr.inputFiles = req.inputFiles;
+      mr.outputFiles = req.outputFiles;
+      mr.vars = req.vars;
+      mr.bench = bench;
+      uopc::runManifest(mr, std::cout);
+    } else {
+      uopc::runInterpret(req);
+    }
   } catch (const uopc::Error &e) {
     std::cout.flush();
     std::cerr << "uopc-run: error: " << e.what() << "\n";

@@ -4,6 +4,7 @@
 #include "IR/Error.h"
 #include "IR/Records.h"
 #include "Passes/Rewrite.h"
+#include "Passes/Symbolic/Symbolic.h"
 
 #include <unordered_set>
 
@@ -20,8 +21,6 @@ std::vector<const UOp *> operandEntries(const UOp *op) {
   if (op->op == Op::STACK) return {op->src().begin(), op->src().end()};
   return {op};
 }
-
-bool isInvalidConst(const UOp *u) { return u->op == Op::CONST && u->arg && u->arg->kind == ArgKind::Invalid; }
 
 } // namespace
 
@@ -142,18 +141,50 @@ Lowerer::Idx Lowerer::outputRanges(const Shape &shape, std::vector<const UOp *> 
 }
 
 const UOp *Lowerer::read(const UOp *state, DType dt, const Idx &idx, const Shape &shape) {
-  return c_.make(Op::INDEX, dt, {state, flat(idx, shape)});
+  return c_.make(Op::INDEX, dt, {state, clean(flat(idx, shape))});
 }
 
-const UOp *Lowerer::lower(const UOp *u, const Idx &idx) {
-  auto k = std::make_pair(u, key(idx));
-  if (auto it = memo_.find(k); it != memo_.end()) return it->second;
-  const UOp *r = lowerUncached(u, idx);
-  memo_[k] = r;
-  return r;
+const UOp *Lowerer::clean(const UOp *index) {
+  if (index->op == Op::CONST || index->op == Op::RANGE) return index;
+  return simplify(c_, index, &sctx_);
 }
 
-const UOp *Lowerer::lowerUncached(const UOp *u, const Idx &idx) {
+const UOp *Lowerer::lower(const UOp *root, const Idx &rootIdx) {
+  // An explicit stack instead of recursion (a kernel may be a value a million ops deep): plan() turns a
+  // frame into its children's requests, or its result; combine() builds the result from the children's.
+  std::vector<Frame> stack;
+  stack.push_back(Frame{root, rootIdx});
+  const UOp *result = nullptr;
+  while (true) {
+    Frame &f = stack.back();
+    if (!f.planned) {
+      f.planned = true;
+      f.memoKey = std::make_pair(f.u, key(f.idx));
+      if (auto it = memo_.find(f.memoKey); it != memo_.end()) f.result = it->second;
+      else f.result = plan(f);
+    }
+    if (!f.result && f.results.size() < f.reqs.size()) {
+      auto &[child, childIdx] = f.reqs[f.results.size()];
+      Frame next{child, std::move(childIdx)};
+      stack.push_back(std::move(next));
+      continue;
+    }
+    if (!f.result) {
+      f.result = combine(f);
+      memo_[f.memoKey] = f.result;
+    } else if (!memo_.count(f.memoKey)) {
+      memo_[f.memoKey] = f.result;
+    }
+    result = f.result;
+    stack.pop_back();
+    if (stack.empty()) return result;
+    stack.back().results.push_back(result);
+  }
+}
+
+const UOp *Lowerer::plan(Frame &f) {
+  const UOp *u = f.u;
+  const Idx &idx = f.idx;
   if (u->op == Op::CONST) return u;
   if (isMaterialized && isMaterialized(u)) {
     bool allConst = true;
@@ -163,8 +194,10 @@ const UOp *Lowerer::lowerUncached(const UOp *u, const Idx &idx) {
   }
   if (isBuffer(u) || u->op == Op::AFTER) return read(stateOf(u), u->dtype, idx, shapeOf(u));
   if (u->op == Op::PARAM) return u; // a scalar variable (a symbolic size, _device_num)
-  if (u->op == Op::BIND) return lower(u->src(0), idx);
-  if (u->op == Op::DETACH || u->op == Op::CONTIGUOUS_BACKWARD) return lower(u->src(0), idx);
+  if (u->op == Op::BIND || u->op == Op::DETACH || u->op == Op::CONTIGUOUS_BACKWARD) {
+    f.reqs.push_back({u->src(0), idx});
+    return nullptr;
+  }
 
   Shape s = shapeOf(u);
   if (isMovement(u->op)) {
@@ -233,19 +266,20 @@ const UOp *Lowerer::lowerUncached(const UOp *u, const Idx &idx) {
     }
     default: fail("rangeify: unhandled movement op " + g_.describe(u));
     }
-    const UOp *v = lower(u->src(0), j);
-    return gate ? c_.make(Op::WHERE, u->dtype, {gate, v, invalidOf(u->dtype)}) : v;
+    f.gate = gate;
+    f.reqs.push_back({u->src(0), std::move(j)});
+    return nullptr;
   }
   if (u->op == Op::STACK) {
     Idx rest(idx.begin() + 1, idx.end());
-    if (auto i0 = constInt(idx[0])) return lower(u->src(static_cast<size_t>(*i0)), rest);
-    const UOp *r = lower(u->src(u->nsrc - 1), rest);
-    for (size_t k = u->nsrc - 1; k-- > 0;)
-      r = c_.make(Op::WHERE, u->dtype, {c_.make(Op::CMPEQ, DType::Bool, {idx[0], cint(int64_t(k))}), lower(u->src(k), rest), r});
-    return r;
+    if (auto i0 = constInt(idx[0])) {
+      f.reqs.push_back({u->src(static_cast<size_t>(*i0)), rest});
+      return nullptr;
+    }
+    for (size_t k = u->nsrc; k-- > 0;) f.reqs.push_back({u->src(k), rest}); // last source first
+    return nullptr;
   }
   if (isElementwise(u->op)) {
-    std::vector<const UOp *> srcs;
     for (const UOp *x : u->src()) {
       Shape t = x->op == Op::CONST ? Shape{} : shapeOf(x);
       size_t off = s.size() - t.size();
@@ -254,25 +288,48 @@ const UOp *Lowerer::lowerUncached(const UOp *u, const Idx &idx) {
         auto td = ShapeInfo::constDim(t[a]);
         j[a] = (td && *td == 1) ? cint(0) : idx[off + a];
       }
-      srcs.push_back(lower(x, j));
+      f.reqs.push_back({x, std::move(j)});
     }
-    return c_.make(u->op, u->dtype, srcs, u->arg);
+    return nullptr;
   }
   if (u->op == Op::REDUCE) {
     Shape t = shapeOf(u->src(0));
     size_t n = static_cast<size_t>(u->arg->elems()[1]->i());
-    std::vector<const UOp *> ranges;
-    Idx j = outputRanges(Shape(t.begin(), t.begin() + static_cast<long>(n)), ranges, AxisType::REDUCE);
+    Idx j = outputRanges(Shape(t.begin(), t.begin() + static_cast<long>(n)), f.ranges, AxisType::REDUCE);
     j.insert(j.end(), idx.begin(), idx.end());
-    ++reduceDepth_;
-    const UOp *v = lower(u->src(0), j);
-    --reduceDepth_;
-    if (ranges.empty()) return v;
-    std::vector<const UOp *> srcs{v};
-    srcs.insert(srcs.end(), ranges.begin(), ranges.end());
-    return c_.make(Op::REDUCE, u->dtype, srcs, c_.argTuple({u->arg->elems()[0], c_.argInt(0)}));
+    ++reduceDepth_; // until combine(): the source is lowered under this reduction
+    f.reqs.push_back({u->src(0), std::move(j)});
+    return nullptr;
   }
   fail("rangeify: cannot lower " + g_.describe(u) + " into a kernel");
+}
+
+const UOp *Lowerer::combine(Frame &f) {
+  const UOp *u = f.u;
+  const auto &r = f.results;
+  if (u->op == Op::BIND || u->op == Op::DETACH || u->op == Op::CONTIGUOUS_BACKWARD) return r[0];
+  if (isMovement(u->op)) {
+    if (!f.gate) return r[0];
+    const UOp *gate = clean(f.gate);
+    if (gate->op == Op::CONST && gate->arg && gate->arg->kind == ArgKind::Bool)
+      return gate->arg->b() ? r[0] : invalidOf(u->dtype); // the gate is decided by the ranges' bounds
+    return c_.make(Op::WHERE, u->dtype, {gate, r[0], invalidOf(u->dtype)});
+  }
+  if (u->op == Op::STACK) {
+    if (r.size() == 1) return r[0];
+    const UOp *v = r[0]; // the last source's value; r[m] is source nsrc-1-m
+    for (size_t k = u->nsrc - 1; k-- > 0;)
+      v = c_.make(Op::WHERE, u->dtype, {c_.make(Op::CMPEQ, DType::Bool, {f.idx[0], cint(int64_t(k))}), r[u->nsrc - 1 - k], v});
+    return v;
+  }
+  if (u->op == Op::REDUCE) {
+    --reduceDepth_;
+    if (f.ranges.empty()) return r[0];
+    std::vector<const UOp *> srcs{r[0]};
+    srcs.insert(srcs.end(), f.ranges.begin(), f.ranges.end());
+    return c_.make(Op::REDUCE, u->dtype, srcs, c_.argTuple({u->arg->elems()[0], c_.argInt(0)}));
+  }
+  return c_.make(u->op, u->dtype, r, u->arg); // elementwise
 }
 
 const UOp *Lowerer::lowerStore(const UOp *dst, const UOp *val, const UOp *dstState) {
@@ -325,7 +382,9 @@ const UOp *Lowerer::lowerStore(const UOp *dst, const UOp *val, const UOp *dstSta
     cur = cur->src(0);
   }
   if (!isBuffer(cur) && cur->op != Op::AFTER) fail("kernel-split: store target " + g_.describe(dst) + " is not a buffer view");
-  if (gate) v = c_.make(Op::WHERE, v->dtype, {gate, v, c_.make(Op::CONST, v->dtype, {}, c_.argInvalid())});
+  if (gate) gate = clean(gate);
+  if (gate && !(gate->op == Op::CONST && gate->arg && gate->arg->kind == ArgKind::Bool && gate->arg->b()))
+    v = c_.make(Op::WHERE, v->dtype, {gate, v, c_.make(Op::CONST, v->dtype, {}, c_.argInvalid())});
   const UOp *st = c_.make(Op::STORE, DType::Void, {read(dstState, cur->dtype, ci, shapeOf(cur)), v});
   if (ranges.empty()) return st;
   std::vector<const UOp *> srcs{st};

@@ -9,6 +9,7 @@
 
 #include "IR/Graph.h"
 #include "IR/Shape.h"
+#include "Passes/Symbolic/Symbolic.h"
 
 #include <cstdint>
 #include <functional>
@@ -71,8 +72,21 @@ private:
   std::optional<int64_t> work_;
   std::map<std::pair<const UOp *, const UOp *>, const UOp *> memo_;
 
+  /// One value being lowered at one indexing (lower() keeps a stack of these, never recursing).
+  struct Frame {
+    const UOp *u;
+    Idx idx;
+    bool planned = false;
+    std::pair<const UOp *, const UOp *> memoKey{};
+    std::vector<std::pair<const UOp *, Idx>> reqs; ///< the sources to lower first, in order
+    std::vector<const UOp *> results;              ///< their lowered values
+    const UOp *result = nullptr;
+    const UOp *gate = nullptr;                     ///< PAD's validity condition
+    std::vector<const UOp *> ranges;               ///< REDUCE's new ranges
+  };
   const UOp *lower(const UOp *u, const Idx &idx);
-  const UOp *lowerUncached(const UOp *u, const Idx &idx);
+  const UOp *plan(Frame &f);
+  const UOp *combine(Frame &f);
   const UOp *read(const UOp *state, DType dt, const Idx &idx, const Shape &shape);
   Idx outputRanges(const Shape &shape, std::vector<const UOp *> &ranges, AxisType at);
   Shape shapeOf(const UOp *u);
@@ -85,6 +99,9 @@ private:
   const UOp *flat(const Idx &idx, const Shape &shape);
   Idx unflat(const UOp *l, const Shape &shape);
   const UOp *key(const Idx &idx);
+  /// An index or gate expression simplified (tinygrad's symbolic), with the range cache kept per Lowerer.
+  const UOp *clean(const UOp *index);
+  SymbolicCtx sctx_;
 };
 
 /// AFTER(movement(x), deps) -> movement(AFTER(x, deps)) until every AFTER wraps a buffer (seed 003's

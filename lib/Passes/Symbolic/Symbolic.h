@@ -43,7 +43,8 @@ struct SymbolicCtx {
   /// When set, rules leave alone every node for which it returns false (the simplify pass keeps
   /// tensor-valued nodes out this way: folding them to a scalar CONST would change their shape).
   std::function<bool(const UOp *)> allow;
-  /// Memo of the general div/mod folder: node index -> result (kNoFold when it does not apply).
+  /// Memo of the general div/mod folder (tinygrad caches fold_divmod_general too): node -> result, or a
+  /// sentinel when it does not apply. Pure functions of the node, so it stays valid across rewrites.
   NodeMap<const UOp *> divmodMemo{nullptr};
 };
 

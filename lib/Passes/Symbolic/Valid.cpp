@@ -56,7 +56,8 @@ int validPriority(RangeInfo &R, const UOp *v, const std::vector<const UOp *> &va
   return n;
 }
 
-/// tinygrad's simplify_valid: each clause of an AND simplified under the clauses before it.
+/// tinygrad's simplify_valid: each clause of an AND (sorted by tinygrad's priority, duplicates dropped)
+/// simplified under the clauses before it.
 V simplifyValid(S &s) {
   V valid = s["valid"];
   if (mayContain(valid, Op::INDEX, 4096)) return nullptr; // index gates only
@@ -71,8 +72,11 @@ V simplifyValid(S &s) {
     if (!ret.empty()) stmt = uopGivenValid(s.sym, s.ctx(), uprod(s.ctx(), ret), stmt);
     ret.push_back(stmt);
   }
-  if (ret == valids) return nullptr;
-  return s.wrap(uprod(s.ctx(), ret));
+  // Unlike tinygrad, a result must be strictly smaller: a reordering alone, or a clause rewritten under
+  // clauses that a nested AND of the result does not have, could be undone when the rewriter simplifies
+  // that nested AND, and the two would alternate forever.
+  const UOp *r = uprod(s.ctx(), ret);
+  return localToposort(r).size() < localToposort(valid).size() ? s.wrap(r) : V();
 }
 
 /// cond.where(x, Invalid) with x simplified under cond (weakint x only).
@@ -80,7 +84,8 @@ V gatedGivenValid(S &s) {
   V x = s["x"];
   if (x.dt() != DType::WeakInt) return nullptr;
   const UOp *nx = uopGivenValid(s.sym, s.ctx(), s["cond"], x, false);
-  return nx == x.u ? V() : s["cond"].where(s.wrap(nx), s["i"]);
+  if (localToposort(nx).size() >= localToposort(x).size()) return nullptr; // strictly smaller only (see above)
+  return s["cond"].where(s.wrap(nx), s["i"]);
 }
 
 } // namespace

@@ -1,0 +1,111 @@
+//===- Manifest.cpp - out/manifest.json from a Schedule -------------------===//
+#include "Driver/Manifest.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+
+namespace uopc {
+
+using Json = nlohmann::ordered_json;
+
+KernelArtifact defaultArtifact(const Schedule &s, const SchedStep &step, std::string_view ext) {
+  const std::string &dir = s.deviceDirs.at(step.device);
+  const std::string &name = s.kernels.at(step.kernel).name;
+  return {"kernels/" + dir + "/" + name + "." + std::string(ext), name + "_" + dir};
+}
+
+namespace {
+
+Json bufRef(const Schedule &s, const BufRef &r) {
+  const SchedBuffer &b = s.buffers.at(r.buffer);
+  Json j;
+  if (b.isParam) j["param"] = b.slot;
+  else j["buffer"] = r.buffer - static_cast<size_t>(std::count_if(s.buffers.begin(), s.buffers.end(),
+                                                                   [](const SchedBuffer &x) { return x.isParam; }));
+  j["dev"] = r.device;
+  return j;
+}
+
+Json deviceNames(const Schedule &s, const std::vector<size_t> &devs) {
+  Json a = Json::array();
+  for (size_t d : devs) a.push_back(s.devices.at(d));
+  return a;
+}
+
+} // namespace
+
+std::string manifestJson(const Schedule &s, std::string_view target, const std::vector<KernelArtifact> &artifacts) {
+  Json m;
+  m["format"] = "uopc-manifest";
+  m["version"] = 1;
+  m["target"] = std::string(target);
+  Json devices = Json::array();
+  for (size_t d = 0; d < s.devices.size(); ++d)
+    devices.push_back({{"name", s.devices[d]}, {"dir", s.deviceDirs[d]}, {"arena_bytes", s.arenaBytes[d]}});
+  m["devices"] = devices;
+  Json params = Json::array(), buffers = Json::array();
+  size_t nparams = 0;
+  for (const SchedBuffer &b : s.buffers) nparams += b.isParam;
+  for (const SchedBuffer &b : s.buffers) {
+    Json j;
+    if (b.isParam) {
+      j["slot"] = b.slot;
+      j["dtype"] = std::string(dtypeName(b.dtype));
+      j["numel"] = b.numel;
+      j["bytes"] = b.bytes();
+      j["devices"] = deviceNames(s, b.devices);
+      j["role"] = b.role;
+      params.push_back(j);
+      continue;
+    }
+    j["id"] = buffers.size();
+    j["slot"] = b.slot;
+    j["dtype"] = std::string(dtypeName(b.dtype));
+    j["numel"] = b.numel;
+    j["bytes"] = b.bytes();
+    if (b.symbolicSize) j["symbolic_size"] = true;
+    j["devices"] = deviceNames(s, b.devices);
+    j["offsets"] = b.offsets;
+    Json life = Json::array();
+    for (auto [lo, hi] : b.lifetimes) life.push_back(Json::array({lo, hi}));
+    j["lifetimes"] = life;
+    Json shares = Json::array();
+    for (size_t o : b.sharesWith) shares.push_back(o - nparams);
+    j["shares"] = shares;
+    buffers.push_back(j);
+  }
+  m["params"] = params;
+  m["buffers"] = buffers;
+  Json steps = Json::array();
+  for (size_t i = 0; i < s.steps.size(); ++i) {
+    const SchedStep &st = s.steps[i];
+    Json j;
+    if (st.kind == SchedStep::Kind::Copy) {
+      j["kind"] = "copy";
+      j["device"] = s.devices[st.device];
+      j["src"] = bufRef(s, st.src);
+      j["dst"] = bufRef(s, st.dst);
+      j["bytes"] = st.bytes;
+    } else {
+      j["kind"] = "kernel";
+      j["kernel"] = s.kernels[st.kernel].name;
+      j["device"] = s.devices[st.device];
+      j["device_num"] = st.deviceNum;
+      j["file"] = artifacts.at(i).file;
+      j["symbol"] = artifacts.at(i).symbol;
+      Json args = Json::array();
+      for (const BufRef &r : st.args) args.push_back(bufRef(s, r));
+      j["args"] = args;
+      j["vars"] = st.vars;
+    }
+    steps.push_back(j);
+  }
+  m["steps"] = steps;
+  Json vars = Json::array();
+  for (const SchedVar &v : s.vars) vars.push_back({{"name", v.name}, {"slot", v.slot}, {"min", v.vmin}, {"max", v.vmax}});
+  m["vars"] = vars;
+  return m.dump(1) + "\n";
+}
+
+} // namespace uopc

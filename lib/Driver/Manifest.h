@@ -1,0 +1,29 @@
+//===- Manifest.h - out/manifest.json from a Schedule ---------------------===//
+// The manifest says how to run a compiled graph: devices (with the bytes of their intermediate arena),
+// the function's buffer parameters, the intermediate buffers (size, dtype, devices, arena offsets,
+// lifetimes, which share storage), the steps in execution order and the variables. Format:
+// schemas/manifest.schema.json and docs/schedule.md. The text is a pure function of the schedule: stable
+// key and element order, no timestamps, byte-identical across runs.
+#pragma once
+
+#include "Passes/Schedule.h"
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace uopc {
+
+/// Where the source of one kernel step lives and the function it exports.
+struct KernelArtifact {
+  std::string file;   ///< relative to the output directory: kernels/<device dir>/<kernel>.<ext>
+  std::string symbol; ///< the exported function
+};
+
+/// The default artifact of a kernel step: kernels/<device dir>/<kernel>.<ext>, symbol <kernel>_<device dir>.
+KernelArtifact defaultArtifact(const Schedule &s, const SchedStep &step, std::string_view ext);
+
+/// The manifest text. `artifacts` has one entry per step (ignored for copies).
+std::string manifestJson(const Schedule &s, std::string_view target, const std::vector<KernelArtifact> &artifacts);
+
+} // namespace uopc

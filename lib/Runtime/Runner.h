@@ -1,0 +1,35 @@
+//===- Runner.h - running a compiled graph (manifest.json) on this machine's CPU ===//
+// `uopc-run out/manifest.json ...`: compiles the manifest's C kernels with the system C compiler into one
+// shared object (cached by a content hash of the sources and flags), allocates the buffers (the function's
+// parameters per device, and one arena per device for the intermediates), loads the inputs, runs the
+// steps in order (a copy is a memcpy between arenas), and writes the outputs. Errors throw uopc::Error
+// with one clear message.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace uopc {
+
+struct ManifestRunRequest {
+  std::string manifestPath;
+  /// slot -> files, one per device of the slot, in the order of its devices.
+  std::map<int64_t, std::vector<std::string>> inputFiles, outputFiles;
+  std::map<std::string, int64_t> vars;
+  int bench = 0; ///< > 0: after the run, run the steps this many more times and print their times
+};
+
+/// The compiler command: $UOPC_CC, else "cc".
+std::string cCompiler();
+/// The flags every kernel is compiled with.
+inline constexpr const char *kKernelCFlags[] = {"-O2", "-std=c11", "-shared", "-fPIC"};
+/// The cache directory of compiled kernels: $XDG_CACHE_HOME/uopc, else $HOME/.cache/uopc.
+std::string kernelCacheDir();
+
+/// Runs a manifest. Bench figures go to `out`.
+void runManifest(const ManifestRunRequest &request, std::ostream &out);
+
+} // namespace uopc

@@ -1,0 +1,632 @@
+//===- CEmitter.cpp - renders one kernel CALL as a C11 translation unit ---===//
+// Walks the kernel body from its stores: each END opens one loop per RANGE, each node becomes one `const`
+// local in the innermost loop that all its ranges are open in (so a REDUCE that does not depend on an
+// inner store loop runs once per outer iteration), a REDUCE becomes an accumulator and its own loops.
+// Every value carries a validity expression beside it ("" when always valid): Invalid constants, gates
+// and out-of-bounds indices make it, ALU ops AND it, a load is only performed where it holds, a store
+// only happens where it holds (see CTarget.h for the semantics).
+#include "Targets/CTarget.h"
+
+#include "IR/Error.h"
+#include "IR/Records.h"
+#include "Interp/ScalarOps.h"
+#include "Passes/Symbolic/Symbolic.h"
+#include "Targets/C/Prelude.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <set>
+#include <unordered_map>
+
+namespace uopc {
+namespace {
+
+using ctarget::Helper;
+using interp::Word;
+
+[[noreturn]] void failAt(const UOp *u, const std::string &msg) {
+  fail("C target: UOp #" + std::to_string(u->index) + " (" + std::string(opName(u->op)) + "): " + msg);
+}
+
+bool supportedDType(DType dt) {
+  switch (dt) {
+  case DType::Bool: case DType::Int8: case DType::UInt8: case DType::Int16: case DType::UInt16: case DType::Int32:
+  case DType::UInt32: case DType::Int64: case DType::UInt64: case DType::WeakInt: case DType::Float16:
+  case DType::BFloat16: case DType::Float32: case DType::Float64: case DType::WeakFloat:
+    return true;
+  default: return false;
+  }
+}
+
+/// The C type a buffer of dt holds (float16/bfloat16: their bits).
+std::string storageType(DType dt) {
+  switch (dt) {
+  case DType::Bool: return "bool";
+  case DType::Int8: return "int8_t";
+  case DType::UInt8: return "uint8_t";
+  case DType::Int16: return "int16_t";
+  case DType::UInt16: case DType::Float16: case DType::BFloat16: return "uint16_t";
+  case DType::Int32: return "int32_t";
+  case DType::UInt32: return "uint32_t";
+  case DType::Int64: case DType::WeakInt: return "int64_t";
+  case DType::UInt64: return "uint64_t";
+  case DType::Float32: return "float";
+  case DType::Float64: case DType::WeakFloat: return "double";
+  default: fail("C target: dtype " + std::string(dtypeName(dt)) + " is not supported");
+  }
+}
+/// The C type values of dt are computed in.
+std::string computeType(DType dt) {
+  return dt == DType::Float16 || dt == DType::BFloat16 ? "float" : storageType(dt);
+}
+bool isF(DType dt) { return isFloat(dt); }
+bool isSingle(DType dt) { return dt == DType::Float32 || dt == DType::Float16 || dt == DType::BFloat16; }
+
+/// A value as C sees it: an expression of the compute type and its validity ("" = always valid).
+struct Val {
+  std::string v, ok;
+};
+
+std::string andOk(const std::string &a, const std::string &b) {
+  if (a.empty() || a == b) return b;
+  if (b.empty()) return a;
+  if (a == "0" || b == "0") return "0";
+  return "(" + a + " && " + b + ")";
+}
+
+/// One C block: a loop body (or the function body) whose items are lines and nested loops.
+struct Block {
+  struct Item {
+    std::string line;
+    std::unique_ptr<Block> child; ///< when set, `line` opens it and a "}" closes it
+    std::shared_ptr<std::string> late; ///< when set, the line is this text, decided after it was placed
+  };
+  std::vector<Item> items;
+  size_t open = SIZE_MAX; ///< index of the child being filled (new lines go before it)
+  const UOp *range = nullptr;
+  std::unordered_map<const UOp *, Val> memo;
+
+  void add(std::string line, std::shared_ptr<std::string> late = nullptr) {
+    Item it{std::move(line), nullptr, std::move(late)};
+    if (open == SIZE_MAX) items.push_back(std::move(it));
+    else items.insert(items.begin() + static_cast<long>(open++), std::move(it));
+  }
+  void render(std::string &out, int depth) const {
+    std::string ind(static_cast<size_t>(depth) * 2, ' ');
+    for (const Item &it : items) {
+      if (it.late && it.late->empty()) continue;
+      out += ind + (it.late ? *it.late : it.line) + "\n";
+      if (it.child) {
+        it.child->render(out, depth + 1);
+        out += ind + "}\n";
+      }
+    }
+  }
+};
+
+struct Emitter {
+  Context &ctx;
+  SymbolicCtx sc;
+  int64_t deviceNum;
+  std::set<Helper> helpers;
+  bool needMath = false;
+  std::vector<Block *> stack;
+  std::unordered_map<const UOp *, std::vector<const UOp *>> freeRanges; // sorted by pointer
+  std::map<std::string, int> counters;
+  std::map<int64_t, DType> slotDType;
+  std::set<int64_t> written;
+  std::map<std::string, std::string> varArgs; // variable name -> C argument name
+  std::set<std::string> opsUsed;
+
+  Emitter(Context &c, int64_t dev) : ctx(c), deviceNum(dev) {}
+
+  std::string fresh(const std::string &prefix) { return prefix + std::to_string(counters[prefix]++); }
+  void use(Helper h) { helpers.insert(h), needMath = true; }
+
+  // ---- analysis -----------------------------------------------------------------------------------
+  void analyze(const UOp *body) {
+    for (const UOp *u : toposort(body)) {
+      std::vector<const UOp *> rs;
+      if (u->op == Op::RANGE) rs.push_back(u);
+      for (const UOp *s : u->src()) {
+        auto &sr = freeRanges[s];
+        rs.insert(rs.end(), sr.begin(), sr.end());
+      }
+      if (u->op == Op::REDUCE || u->op == Op::END)
+        for (const UOp *r : u->src().subspan(1)) rs.erase(std::remove(rs.begin(), rs.end(), r), rs.end());
+      std::sort(rs.begin(), rs.end());
+      rs.erase(std::unique(rs.begin(), rs.end()), rs.end());
+      freeRanges[u] = std::move(rs);
+      if (!supportedDType(u->dtype) && u->dtype != DType::Void)
+        failAt(u, "dtype " + std::string(dtypeName(u->dtype)) + " is not supported");
+      if (u->op == Op::CUSTOM || u->op == Op::CUSTOMI) failAt(u, "CUSTOM ops are not rendered");
+      if (u->op == Op::PARAM) {
+        ParamArg pa = ParamArg::decode(u->arg);
+        if (interpScalar(u)) {
+          if (!pa.name) failAt(u, "a scalar PARAM without a name");
+          if (*pa.name != "_device_num") varArgs[*pa.name] = "var_" + sanitizeCName(*pa.name);
+        } else {
+          slotDType[pa.slot] = u->dtype;
+        }
+      }
+      if (u->op == Op::STORE && u->src(0)->op == Op::INDEX && u->src(0)->src(0)->op == Op::PARAM)
+        written.insert(ParamArg::decode(u->src(0)->src(0)->arg).slot);
+    }
+  }
+  static bool interpScalar(const UOp *u) {
+    return u->nsrc == 0 || (u->src(0)->op == Op::STACK && u->src(0)->nsrc == 0);
+  }
+
+  // ---- literals -----------------------------------------------------------------------------------
+  std::string literal(DType dt, Word w) {
+    if (isF(dt)) {
+      double d = interp::asDouble(w);
+      if (std::isnan(d)) return needMath = true, "NAN";
+      if (std::isinf(d)) return needMath = true, d > 0 ? "INFINITY" : "(-INFINITY)";
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%a%s", d, isSingle(dt) ? "f" : "");
+      return d < 0 || std::signbit(d) ? "(" + std::string(buf) + ")" : buf;
+    }
+    if (dt == DType::Bool) return w ? "1" : "0";
+    if (isUnsigned(dt)) return dtypeSize(dt) >= 8 ? "UINT64_C(" + std::to_string(w) + ")" : std::to_string(w) + "u";
+    int64_t v = interp::asInt(w);
+    if (v == INT64_MIN) return "INT64_MIN";
+    std::string s = (v >= INT32_MIN && v <= INT32_MAX) ? std::to_string(v) : "INT64_C(" + std::to_string(v) + ")";
+    return v < 0 ? "(" + s + ")" : s;
+  }
+
+  Val constant(const UOp *u) {
+    const Arg *a = u->arg;
+    DType dt = u->dtype;
+    switch (a ? a->kind : ArgKind::Invalid) {
+    case ArgKind::Invalid: return {literal(dt, isF(dt) ? interp::fromDouble(0) : 0), "0"};
+    case ArgKind::Bool: return {literal(dt, interp::intToWord(dt, a->b())), ""};
+    case ArgKind::Int: return {literal(dt, interp::intToWord(dt, a->i())), ""};
+    case ArgKind::UInt: return {literal(dt, interp::uintToWord(dt, a->u())), ""};
+    case ArgKind::Float: return {literal(dt, interp::floatToWord(dt, a->f())), ""};
+    default: failAt(u, "unsupported constant");
+    }
+  }
+
+  // ---- blocks -------------------------------------------------------------------------------------
+  size_t targetOf(const UOp *u) {
+    const auto &rs = freeRanges[u];
+    for (size_t j = stack.size(); j-- > 1;)
+      if (std::binary_search(rs.begin(), rs.end(), stack[j]->range)) return j;
+    return 0;
+  }
+  /// Opens `for (r = 0; r < size; r++)` in the innermost block and makes it the innermost.
+  void openLoop(const UOp *r) {
+    Val n = emit(r->src(0));
+    Block *b = stack.back();
+    std::string name = "r" + std::to_string(r->arg && r->arg->kind == ArgKind::Tuple && r->arg->count
+                                                ? r->arg->elems()[0]->i()
+                                                : static_cast<int64_t>(r->index));
+    for (Block *s : stack)
+      if (s->range && s->memo.count(s->range) && s->memo[s->range].v == name) name = fresh(name + "_");
+    std::string t = computeType(r->dtype);
+    auto child = std::make_unique<Block>();
+    child->range = r;
+    child->memo[r] = {name, ""};
+    Block *c = child.get();
+    size_t pos = b->open == SIZE_MAX ? b->items.size() : b->open;
+    b->items.insert(b->items.begin() + static_cast<long>(pos),
+                    Block::Item{"for (" + t + " " + name + " = 0; " + name + " < " + n.v + "; " + name + "++) {",
+                                std::move(child), nullptr});
+    openSaved.push_back(b->open);
+    b->open = pos;
+    stack.push_back(c);
+  }
+  std::vector<size_t> openSaved;
+  void closeLoop() {
+    stack.pop_back();
+    Block *b = stack.back();
+    size_t saved = openSaved.back();
+    openSaved.pop_back();
+    b->open = saved == SIZE_MAX ? SIZE_MAX : saved + 1;
+  }
+
+  /// Declares `const T name = expr;` (and its validity) in block t.
+  Val declare(size_t t, DType dt, const std::string &prefix, const std::string &expr, const std::string &ok) {
+    std::string name = fresh(prefix);
+    stack[t]->add("const " + computeType(dt) + " " + name + " = " + expr + ";");
+    std::string okName = ok;
+    if (!ok.empty() && ok != "0" && ok != "1" && ok.find_first_of("( &|<>=!") != std::string::npos) {
+      okName = name + "_ok";
+      stack[t]->add("const bool " + okName + " = " + ok + ";");
+    }
+    return {name, okName};
+  }
+
+  // ---- nodes --------------------------------------------------------------------------------------
+  Val emit(const UOp *u) {
+    for (size_t j = stack.size(); j-- > 0;)
+      if (auto it = stack[j]->memo.find(u); it != stack[j]->memo.end()) return it->second;
+    size_t t = targetOf(u);
+    Val r = u->op == Op::REDUCE ? reduce(u, t) : node(u, t);
+    stack[t]->memo[u] = r;
+    return r;
+  }
+
+  /// The index expression under any Invalid gates, for its bounds.
+  static const UOp *ungated(const UOp *i) {
+    while (i->op == Op::WHERE && isInvalidConst(i->src(2))) i = i->src(1);
+    return i;
+  }
+  /// The validity of an access at index node `ix` (value `i`) into buffer PARAM p, bounds included.
+  std::string access(const UOp *p, const UOp *ix, const Val &i) {
+    const UOp *size = p->src(0);
+    const VRange &r = sc.ranges.range(ungated(ix));
+    std::string ok = i.ok;
+    if (r.lo < 0) ok = andOk(ok, "(" + i.v + " >= 0)");
+    auto n = constBound(size);
+    if (!(n && r.hi < *n)) ok = andOk(ok, "(" + i.v + " < " + emit(size).v + ")");
+    return ok;
+  }
+  std::string bufName(int64_t slot) { return (written.count(slot) ? "out" : "in") + std::to_string(slot); }
+
+  Val load(const UOp *u, size_t t) {
+    const UOp *p = u->src(0);
+    if (p->op != Op::PARAM || interpScalar(p)) failAt(u, "INDEX of something other than a buffer PARAM");
+    int64_t slot = ParamArg::decode(p->arg).slot;
+    Val i = emit(u->src(1));
+    std::string ok = access(p, u->src(1), i);
+    for (const UOp *g : u->src().subspan(2)) ok = andOk(ok, emit(g).v);
+    std::string elem = bufName(slot) + "[" + i.v + "]";
+    if (u->dtype == DType::Float16) use(Helper::F16Value), elem = "uopc_f16_value(" + elem + ")";
+    if (u->dtype == DType::BFloat16) use(Helper::BF16Value), elem = "uopc_bf16_value(" + elem + ")";
+    if (ok == "0") return {literal(u->dtype, isF(u->dtype) ? interp::fromDouble(0) : 0), "0"};
+    if (ok.empty()) return declare(t, u->dtype, "val", elem, "");
+    Val okv = declare(t, DType::Bool, "gate", ok, "");
+    std::string zero = literal(u->dtype, isF(u->dtype) ? interp::fromDouble(0) : 0);
+    return declare(t, u->dtype, "val", okv.v + " ? " + elem + " : " + zero, okv.v);
+  }
+
+  std::string roundTo(DType dt, const std::string &e) {
+    if (dt == DType::Float16) return use(Helper::RoundF16), "uopc_round_f16(" + e + ")";
+    if (dt == DType::BFloat16) return use(Helper::RoundBF16), "uopc_round_bf16(" + e + ")";
+    return e;
+  }
+  std::string bitsOf(DType dt, const std::string &a) {
+    switch (dt) {
+    case DType::Float32: use(Helper::Bits); return "(uint64_t)uopc_bits32(" + a + ")";
+    case DType::Float64: case DType::WeakFloat: use(Helper::Bits); return "uopc_bits64(" + a + ")";
+    case DType::Float16: use(Helper::F16Bits); return "(uint64_t)uopc_f16_bits(" + a + ")";
+    case DType::BFloat16: use(Helper::BF16Bits); return "(uint64_t)uopc_bf16_bits(" + a + ")";
+    default: return "(uint64_t)" + a;
+    }
+  }
+  std::string fromBits(DType dt, const std::string &b) {
+    switch (dt) {
+    case DType::Float32: use(Helper::Bits); return "uopc_from_bits32((uint32_t)(" + b + "))";
+    case DType::Float64: case DType::WeakFloat: use(Helper::Bits); return "uopc_from_bits64(" + b + ")";
+    case DType::Float16: use(Helper::F16Value); return "uopc_f16_value((uint16_t)(" + b + "))";
+    case DType::BFloat16: use(Helper::BF16Value); return "uopc_bf16_value((uint16_t)(" + b + "))";
+    case DType::Bool: return "(bool)(uint8_t)(" + b + ")";
+    default: return "(" + storageType(dt) + ")(" + b + ")";
+    }
+  }
+
+  std::string cast(DType from, DType to, const std::string &a) {
+    std::string T = computeType(to);
+    if (to == DType::Bool) return "(" + a + " != 0)";
+    if (isF(from) && !isF(to)) {
+      switch (to) {
+      case DType::UInt64: use(Helper::CvtU64); return "uopc_cvt_u64((double)" + a + ")";
+      case DType::Int64: case DType::UInt32: case DType::WeakInt:
+        use(Helper::CvtI64);
+        return "(" + T + ")uopc_cvt_i64((double)" + a + ")";
+      default: use(Helper::CvtI32); return "(" + T + ")uopc_cvt_i32((double)" + a + ")";
+      }
+    }
+    if (to == DType::Float16) return roundTo(to, "(double)" + a);
+    if (to == DType::BFloat16) return roundTo(to, isF(from) ? "(float)" + a : "(float)(double)" + a);
+    return "(" + T + ")" + a;
+  }
+
+  std::string floatAlu(Op op, DType out, DType in, const std::vector<std::string> &a) {
+    bool dbl = !isSingle(in);
+    std::string C = computeType(in);
+    auto libm = [&](const char *fn) {
+      needMath = true;
+      return dbl ? std::string(fn) + "(" + a[0] + ")" : "(float)" + std::string(fn) + "((double)" + a[0] + ")";
+    };
+    std::string e;
+    switch (op) {
+    case Op::CMPLT: return "(" + a[0] + " < " + a[1] + ")";
+    case Op::CMPNE: return "(" + a[0] + " != " + a[1] + ")";
+    case Op::CMPEQ: return "(" + a[0] + " == " + a[1] + ")";
+    case Op::ADD: e = a[0] + " + " + a[1]; break;
+    case Op::SUB: e = a[0] + " - " + a[1]; break;
+    case Op::MUL: e = a[0] + " * " + a[1]; break;
+    case Op::FDIV: e = a[0] + " / " + a[1]; break;
+    case Op::MAX: e = "(" + a[0] + " < " + a[1] + " ? " + a[1] + " : " + a[0] + ")"; break;
+    case Op::NEG: e = "-" + a[0]; break;
+    case Op::RECIPROCAL: e = (dbl ? "1.0 / " : "1.0f / ") + a[0]; break;
+    case Op::SQRT: needMath = true; e = (dbl ? "sqrt(" : "sqrtf(") + a[0] + ")"; break;
+    case Op::TRUNC: needMath = true; e = (dbl ? "trunc(" : "truncf(") + a[0] + ")"; break;
+    case Op::EXP2: e = libm("exp2"); break;
+    case Op::LOG2: e = libm("log2"); break;
+    case Op::SIN: e = libm("sin"); break;
+    case Op::POW:
+      needMath = true;
+      e = dbl ? "pow(" + a[0] + ", " + a[1] + ")" : "(float)pow((double)" + a[0] + ", (double)" + a[1] + ")";
+      break;
+    case Op::FLOORDIV: use(Helper::FloatDiv); e = "(" + C + ")uopc_floordiv_f(" + a[0] + ", " + a[1] + ")"; break;
+    case Op::FLOORMOD: use(Helper::FloatDiv); e = "(" + C + ")uopc_floormod_f(" + a[0] + ", " + a[1] + ")"; break;
+    case Op::CDIV: use(Helper::FloatDiv); e = "(" + C + ")uopc_cdiv_f(" + a[0] + ", " + a[1] + ")"; break;
+    case Op::CMOD: use(Helper::FloatDiv); e = "(" + C + ")uopc_cmod_f(" + a[0] + ", " + a[1] + ")"; break;
+    case Op::MULACC: e = "(" + C + ")((double)" + a[0] + " * " + a[1] + " + " + a[2] + ")"; break;
+    default: return "";
+    }
+    return roundTo(out, e);
+  }
+
+  std::string intAlu(const UOp *u, Op op, DType out, DType in, const std::vector<std::string> &a) {
+    std::string T = storageType(out);
+    bool weak = out == DType::WeakInt || in == DType::WeakInt;
+    bool uns = isUnsigned(in);
+    auto wrap = [&](const std::string &sym) {
+      if (weak) return a[0] + " " + sym + " " + a[1];
+      return "(" + T + ")((uint64_t)" + a[0] + " " + sym + " (uint64_t)" + a[1] + ")";
+    };
+    auto sx = [&](const std::string &x) { return (uns ? "(uint64_t)" : "(int64_t)") + x; };
+    switch (op) {
+    case Op::CMPLT: return "(" + a[0] + " < " + a[1] + ")";
+    case Op::CMPNE: return "(" + a[0] + " != " + a[1] + ")";
+    case Op::CMPEQ: return "(" + a[0] + " == " + a[1] + ")";
+    case Op::ADD: return wrap("+");
+    case Op::SUB: return wrap("-");
+    case Op::MUL: return wrap("*");
+    case Op::NEG: return weak ? "-" + a[0] : "(" + T + ")(0 - (uint64_t)" + a[0] + ")";
+    case Op::TRUNC: return a[0];
+    case Op::MAX: return "(" + a[0] + " < " + a[1] + " ? " + a[1] + " : " + a[0] + ")";
+    case Op::AND: return "(" + T + ")(" + a[0] + " & " + a[1] + ")";
+    case Op::OR: return "(" + T + ")(" + a[0] + " | " + a[1] + ")";
+    case Op::XOR: return "(" + T + ")(" + a[0] + " ^ " + a[1] + ")";
+    case Op::SHL:
+      use(Helper::Shift);
+      return "(" + T + ")uopc_shl((uint64_t)" + a[0] + ", (uint64_t)" + a[1] + ", " + (uns ? "0" : "1") + ")";
+    case Op::SHR:
+      use(Helper::Shift);
+      return uns ? "(" + T + ")uopc_shr_u((uint64_t)" + a[0] + ", (uint64_t)" + a[1] + ")"
+                 : "(" + T + ")uopc_shr_s((int64_t)" + a[0] + ", (int64_t)" + a[1] + ")";
+    case Op::FLOORDIV: case Op::FLOORMOD: case Op::CDIV: case Op::CMOD: {
+      bool isDiv = op == Op::FLOORDIV || op == Op::CDIV;
+      auto d = constBound(u->src(1));
+      if ((uns || sc.ranges.vmin(u->src(0)) >= 0) && d && *d > 0)
+        return "(" + T + ")(" + a[0] + (isDiv ? " / " : " % ") + a[1] + ")";
+      use(Helper::IntDiv);
+      std::string fn = uns ? (isDiv ? "uopc_div_u" : "uopc_mod_u")
+                           : op == Op::FLOORDIV ? "uopc_floordiv_s" : op == Op::FLOORMOD ? "uopc_floormod_s"
+                           : op == Op::CDIV     ? "uopc_cdiv_s"
+                                                : "uopc_cmod_s";
+      return "(" + T + ")" + fn + "(" + sx(a[0]) + ", " + sx(a[1]) + ")";
+    }
+    case Op::POW:
+      use(Helper::IntPow);
+      return "(" + T + ")uopc_ipow((int64_t)" + a[0] + ", " +
+             (in == DType::UInt64 ? "(int64_t)(" + a[1] + " > INT64_MAX ? INT64_MAX : " + a[1] + ")" : "(int64_t)" + a[1]) +
+             ")";
+    case Op::MULACC:
+      return "(" + T + ")((uint64_t)" + a[0] + " * (uint64_t)" + a[1] + " + (uint64_t)" + a[2] + ")";
+    case Op::THREEFRY: use(Helper::Threefry); return "uopc_threefry(" + a[0] + ", " + a[1] + ")";
+    default: return "";
+    }
+  }
+
+  Val node(const UOp *u, size_t t) {
+    switch (u->op) {
+    case Op::CONST: return constant(u);
+    case Op::RANGE: failAt(u, "a RANGE used outside its loop");
+    case Op::PARAM: {
+      ParamArg pa = ParamArg::decode(u->arg);
+      if (!interpScalar(u)) failAt(u, "a buffer PARAM must be read through INDEX");
+      if (*pa.name == "_device_num") return {literal(u->dtype, interp::intToWord(u->dtype, deviceNum)), ""};
+      std::string a = varArgs.at(*pa.name);
+      return {u->dtype == DType::Int64 || u->dtype == DType::WeakInt ? a : "((" + storageType(u->dtype) + ")" + a + ")", ""};
+    }
+    case Op::INDEX: return load(u, t);
+    case Op::LOAD: {
+      Val v = emit(u->src(0));
+      if (u->nsrc > 1 && !v.ok.empty()) {
+        Val alt = emit(u->src(1));
+        return declare(t, u->dtype, "val", v.ok + " ? " + v.v + " : " + alt.v, alt.ok);
+      }
+      return v;
+    }
+    default: break;
+    }
+    if (!isElementwise(u->op)) failAt(u, "the C target cannot render this op");
+    std::vector<Val> s;
+    for (const UOp *x : u->src()) s.push_back(emit(x));
+    std::vector<std::string> a;
+    for (const Val &v : s) a.push_back(v.v);
+    opsUsed.insert(std::string(opName(u->op)));
+    if (u->op == Op::WHERE) {
+      std::string ok = s[0].ok;
+      if (!s[1].ok.empty() || !s[2].ok.empty()) {
+        std::string t1 = s[1].ok.empty() ? "1" : s[1].ok, t2 = s[2].ok.empty() ? "1" : s[2].ok;
+        ok = andOk(ok, "(" + a[0] + " ? " + t1 + " : " + t2 + ")");
+      }
+      return declare(t, u->dtype, "alu", a[0] + " ? " + a[1] + " : " + a[2], ok);
+    }
+    std::string ok;
+    for (const Val &v : s) ok = andOk(ok, v.ok);
+    DType in = u->src(0)->dtype;
+    std::string e;
+    if (u->op == Op::CAST) e = cast(in, u->dtype, a[0]);
+    else if (u->op == Op::BITCAST) {
+      if (dtypeSize(in) != dtypeSize(u->dtype)) failAt(u, "BITCAST between dtypes of different sizes");
+      e = fromBits(u->dtype, bitsOf(in, a[0]));
+    } else e = isF(in) ? floatAlu(u->op, u->dtype, in, a) : intAlu(u, u->op, u->dtype, in, a);
+    if (e.empty()) failAt(u, "op not defined on " + std::string(dtypeName(in)));
+    return declare(t, u->dtype, u->op == Op::CAST ? "cast" : "alu", e, ok);
+  }
+
+  Val reduce(const UOp *u, size_t t) {
+    Op op = u->arg->elems()[0]->op();
+    DType dt = u->dtype;
+    if (op != Op::ADD && op != Op::MUL && op != Op::MAX) failAt(u, "unsupported reduce op");
+    opsUsed.insert(op == Op::ADD ? "SUM" : op == Op::MUL ? "PROD" : "MAXREDUCE");
+    std::string acc = fresh("acc"), ok = acc + "_ok";
+    std::string T = computeType(dt);
+    stack[t]->add(T + " " + acc + " = " + literal(dt, interp::reduceIdentity(op, dt)) + ";");
+    auto okLine = std::make_shared<std::string>(); // "bool acc_ok = 1;" once x turns out to be gated
+    stack[t]->add("", okLine);
+    std::vector<Block *> tail(stack.begin() + static_cast<long>(t) + 1, stack.end());
+    stack.resize(t + 1);
+    for (const UOp *r : u->src().subspan(1)) {
+      if (r->op != Op::RANGE) failAt(u, "a REDUCE over a non-RANGE");
+      openLoop(r);
+    }
+    Val x = emit(u->src(0));
+    std::string step;
+    if (isF(dt))
+      step = op == Op::ADD ? acc + " + " + x.v : op == Op::MUL ? acc + " * " + x.v
+                                                               : "(" + acc + " < " + x.v + " ? " + x.v + " : " + acc + ")";
+    else if (op == Op::MAX) step = "(" + acc + " < " + x.v + " ? " + x.v + " : " + acc + ")";
+    else if (dt == DType::Bool) step = op == Op::ADD ? "(" + acc + " | " + x.v + ")" : "(" + acc + " & " + x.v + ")";
+    else step = "(" + T + ")((uint64_t)" + acc + (op == Op::ADD ? " + " : " * ") + "(uint64_t)" + x.v + ")";
+    bool poison = !x.ok.empty();
+    if (poison) {
+      *okLine = "bool " + ok + " = 1;";
+      stack.back()->add(ok + " = " + ok + " && " + x.ok + ";");
+      stack.back()->add(acc + " = " + x.ok + " ? " + step + " : " + acc + ";");
+    } else {
+      stack.back()->add(acc + " = " + step + ";");
+    }
+    for (size_t k = 1; k < u->nsrc; ++k) closeLoop();
+    stack.insert(stack.end(), tail.begin(), tail.end());
+    Val r{acc, poison ? ok : ""};
+    if (dt == DType::Float16 || dt == DType::BFloat16) r.v = declare(t, dt, "red", roundTo(dt, acc), "").v;
+    return r;
+  }
+
+  // ---- stores -------------------------------------------------------------------------------------
+  void store(const UOp *e) {
+    const UOp *st = e->op == Op::END ? e->src(0) : e;
+    if (st->op != Op::STORE || st->src(0)->op != Op::INDEX || st->src(0)->src(0)->op != Op::PARAM)
+      failAt(e, "expected END(STORE(INDEX(PARAM, i), value), ranges...)");
+    const UOp *ix = st->src(0), *p = ix->src(0);
+    std::vector<const UOp *> loops;
+    if (e->op == Op::END)
+      for (const UOp *r : e->src().subspan(1)) {
+        if (r->op != Op::RANGE) failAt(e, "END of a non-RANGE");
+        loops.push_back(r);
+      }
+    std::vector<const UOp *> extra;
+    for (const UOp *x : {ix, st->src(1)})
+      for (const UOp *r : freeRanges[x])
+        if (std::find(loops.begin(), loops.end(), r) == loops.end() && std::find(extra.begin(), extra.end(), r) == extra.end())
+          extra.push_back(r);
+    std::sort(extra.begin(), extra.end(), [](const UOp *a, const UOp *b) {
+      return a->arg->elems()[0]->i() < b->arg->elems()[0]->i();
+    });
+    loops.insert(loops.end(), extra.begin(), extra.end());
+    for (const UOp *r : loops) openLoop(r);
+    Val i = emit(ix->src(1));
+    Val v = emit(st->src(1));
+    std::string ok = andOk(access(p, ix->src(1), i), v.ok);
+    for (const UOp *g : ix->src().subspan(2)) ok = andOk(ok, emit(g).v);
+    if (st->src(1)->dtype != ix->dtype) failAt(st, "stored value's dtype differs from the buffer's");
+    std::string val = v.v;
+    if (ix->dtype == DType::Float16) use(Helper::F16Bits), val = "uopc_f16_bits(" + val + ")";
+    if (ix->dtype == DType::BFloat16) use(Helper::BF16Bits), val = "uopc_bf16_bits(" + val + ")";
+    std::string line = bufName(ParamArg::decode(p->arg).slot) + "[" + i.v + "] = " + val + ";";
+    if (ok == "0") line = "/* every lane is Invalid: nothing stored */";
+    else if (!ok.empty()) line = "if (" + ok + ") " + line;
+    stack.back()->add(line);
+    for (size_t k = 0; k < loops.size(); ++k) closeLoop();
+  }
+};
+
+std::string describeLoops(const UOp *sink) {
+  std::string s;
+  for (const UOp *e : sink->src())
+    if (e->op == Op::END)
+      for (const UOp *r : e->src().subspan(1)) {
+        auto n = constBound(r->src(0));
+        s += (s.empty() ? "" : "x") + (n ? std::to_string(static_cast<int64_t>(*n)) : std::string("n"));
+      }
+  return s.empty() ? "1" : s;
+}
+
+} // namespace
+
+std::string sanitizeCName(std::string_view name) {
+  std::string s;
+  for (char ch : name.substr(0, 64)) s += std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' ? ch : '_';
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) s = "k_" + s;
+  return s.substr(0, 64);
+}
+
+std::vector<std::string> kernelVariables(const UOp *kernelCall) {
+  std::set<std::string> names;
+  if (kernelCall->op == Op::CALL && kernelCall->nsrc > 0 && kernelCall->src(0)->op == Op::SINK)
+    for (const UOp *u : toposort(kernelCall->src(0)))
+      if (u->op == Op::PARAM && Emitter::interpScalar(u)) {
+        ParamArg pa = ParamArg::decode(u->arg);
+        if (pa.name && *pa.name != "_device_num") names.insert(*pa.name);
+      }
+  return {names.begin(), names.end()};
+}
+
+EmittedKernel emitCKernel(Context &ctx, const UOp *call, int64_t deviceNum, std::string_view name) {
+  if (call->op != Op::CALL || call->nsrc == 0) fail("C target: expected a kernel CALL, got " + std::string(opName(call->op)));
+  const UOp *body = call->src(0);
+  if (body->op == Op::COPY) failAt(call, "a copy is not a kernel: the runner performs it");
+  if (body->op != Op::SINK) failAt(call, "the called body is not a kernel SINK");
+  Emitter em(ctx, deviceNum);
+  body = bindVariables(ctx, body, {{"_device_num", deviceNum}}, &em.sc);
+  body = simplifyWith(ctx, body, symRules(), &em.sc);
+  em.analyze(body);
+
+  EmittedKernel k;
+  k.symbol = sanitizeCName(name);
+  Block fn;
+  em.stack = {&fn};
+  for (const UOp *e : body->src()) em.store(e);
+
+  // signature: one pointer per CALL argument, then the variables
+  std::vector<std::string> params;
+  for (size_t slot = 0; slot + 1 < call->nsrc; ++slot) {
+    auto it = em.slotDType.find(static_cast<int64_t>(slot));
+    DType dt = it != em.slotDType.end() ? it->second : call->src(slot + 1)->dtype;
+    if (!supportedDType(dt)) failAt(call, "argument " + std::to_string(slot) + " has an unsupported dtype");
+    bool w = em.written.count(static_cast<int64_t>(slot));
+    params.push_back(std::string(w ? "" : "const ") + storageType(dt) + " *restrict " + em.bufName(static_cast<int64_t>(slot)));
+  }
+  for (const std::string &v : kernelVariables(call)) params.push_back("int64_t " + em.varArgs.at(v));
+
+  std::string ops;
+  for (const std::string &o : em.opsUsed) ops += (ops.empty() ? "" : " ") + o;
+  std::string outs;
+  for (int64_t s : em.written) outs += (outs.empty() ? "" : ", ") + em.bufName(s);
+  if (em.written.empty()) failAt(call, "the kernel stores nothing");
+  k.summary = k.symbol + ": " + outs + " (" + std::string(dtypeName(em.slotDType[*em.written.begin()])) + ") over " +
+              describeLoops(body) + (ops.empty() ? ": copy of the inputs" : ": " + ops) +
+              (deviceNum ? ", device " + std::to_string(deviceNum) : "");
+
+  std::string src = "/* " + k.summary + " */\n/* generated by uopc */\n#include <stdbool.h>\n#include <stdint.h>\n";
+  if (em.needMath) src += "#include <math.h>\n#include <string.h>\n";
+  src += ctarget::preludeText(em.helpers);
+  src += "\nvoid " + k.symbol + "(";
+  for (size_t i = 0; i < params.size(); ++i) src += (i ? ", " : "") + params[i];
+  if (params.empty()) src += "void";
+  src += ");\nvoid " + k.symbol + "(";
+  for (size_t i = 0; i < params.size(); ++i) src += (i ? ", " : "") + params[i];
+  if (params.empty()) src += "void";
+  src += ") {\n";
+  fn.render(src, 1);
+  src += "}\n";
+  k.source = std::move(src);
+  return k;
+}
+
+} // namespace uopc

@@ -1,0 +1,57 @@
+//===- CTarget.h - the C backend: one kernel CALL rendered as self-contained C11 ===//
+// A kernel (kernel-split's CALL(SINK[KernelInfo](END(STORE(INDEX(PARAM 0, i), v), RANGE...)), states...),
+// before or after the `codegen` pass) becomes one C11 translation unit with one exported function:
+//
+//   void <symbol>(T0 *restrict out0, const T1 *restrict in1, ..., int64_t var_<name>, ...)
+//
+// - one pointer per CALL argument, in argument order (argument i binds kernel PARAM slot i); `const`
+//   when the kernel never stores to it. Element types: bool, int8_t..uint64_t, float, double; float16
+//   and bfloat16 buffers are uint16_t (their bits), computed in float and rounded after every op;
+// - then one int64_t per symbolic variable, sorted by name (kernelVariables());
+// - `_device_num` is not an argument: it is bound to deviceNum and the body is simplified again, so
+//   per-device selections fold away.
+//
+// Semantics are those of the reference interpreter (lib/Interp/Kernels.cpp, ScalarOps.h): integer ops
+// wrap (computed in uint64_t, then narrowed), integer x//0 = 0 and x%0 = x, float-to-int casts give the
+// x86-64 "integer indefinite" out of range, THREEFRY is tinygrad's threefry2x32, Invalid lanes poison
+// ALU ops and reductions and are never stored, a read at an Invalid or out-of-bounds index is not
+// performed (gated load; the lane is Invalid). Reductions accumulate in the dtype's compute type (float
+// for float32, as tinygrad's C does; the interpreter uses double, within the corpus tolerances).
+// EXP2/LOG2/SIN/POW of float32 call the double libm functions and round: kernels using them need libm
+// (`-lm`, or a host process that already links it).
+//
+// The output compiles with `cc -std=c11 -Wall -Werror` under gcc and clang.
+#pragma once
+
+#include "IR/UOp.h"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace uopc {
+
+struct EmittedKernel {
+  std::string source;  ///< the whole translation unit
+  std::string symbol;  ///< the exported function's name (sanitizeCName(name))
+  std::string summary; ///< one line saying what the kernel computes (also the source's first comment)
+};
+
+/// Renders one kernel CALL (its SINK body) as self-contained C11 with one exported function (see the file
+/// comment), `_device_num` bound to deviceNum. Works on a kernel before or after the `codegen` pass: it
+/// binds `_device_num` and runs the same index simplification itself, so an unlowered kernel is fine.
+/// New nodes are made in ctx (the graph's Context). Throws uopc::Error naming the node for what it cannot
+/// render: a COPY call (copies are the runner's memcpy), CUSTOM ops, dtypes other than bool, the sized
+/// integers, float16, bfloat16, float32 and float64.
+EmittedKernel emitCKernel(Context &ctx, const UOp *kernelCall, int64_t deviceNum, std::string_view name);
+
+/// The symbolic variables (names, sorted, `_device_num` excluded) a kernel takes as int64_t arguments.
+std::vector<std::string> kernelVariables(const UOp *kernelCall);
+
+/// `name` as a C identifier that is safe as a file name too: [A-Za-z0-9_] only (others become '_'),
+/// never empty, never starting with a digit, at most 64 characters. Distinct inputs may collide: a caller
+/// naming several kernels makes the names unique itself.
+std::string sanitizeCName(std::string_view name);
+
+} // namespace uopc

@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""End-to-end conformance of the C path: for every corpus case, `uopc graph.json -o OUT` (kernels + manifest),
+then `uopc-run OUT/manifest.json --input ... --output ... [--var ...]`, and compare the written buffers with
+tinygrad's own results (`expected` in case.json), the way run_interpret.py does (floats within the case's
+tolerance, NaN equal to NaN, integers and bools exactly).
+
+One line per case (PASS/FAIL with the reason), then a final `N passed, M failed[, K skipped]`. Exits 1 when
+the pass rate is below --min-pass-rate. Without a corpus it prints a visible skip line and exits 0.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import json
+from concurrent.futures import ThreadPoolExecutor
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from run_interpret import compare  # noqa: E402  (the shared comparison of buffers)
+
+
+def last_line(text: str) -> str:
+    return (text.strip().splitlines() or ["(no message)"])[-1]
+
+
+def run_case(case_dir: str, args, env) -> tuple:
+    """('PASS'|'FAIL'|'SKIP', reason) for one case directory."""
+    case_json, graph = os.path.join(case_dir, "case.json"), os.path.join(case_dir, "graph.json")
+    if not os.path.isfile(case_json) or not os.path.isfile(graph):
+        return "SKIP", "no case.json or graph.json"
+    with open(case_json) as f:
+        case = json.load(f)
+    tol = case.get("tolerance") or {}
+    rtol, atol = float(tol.get("rtol", 0.0)), float(tol.get("atol", 0.0))
+    variables = dict(case.get("vars") or {})
+    with tempfile.TemporaryDirectory(prefix="uopc-c-") as tmp:
+        out = os.path.join(tmp, "out")
+        try:
+            proc = subprocess.run([args.uopc, graph, "-o", out, "--target", "c"], capture_output=True, text=True,
+                                  timeout=args.timeout, env=env)
+        except subprocess.TimeoutExpired:
+            return "FAIL", f"uopc timed out after {args.timeout}s"
+        if proc.returncode != 0:
+            return "FAIL", f"uopc exit {proc.returncode}: {last_line(proc.stderr)}"
+        cmd = [args.uopc_run, os.path.join(out, "manifest.json")]
+        outputs = []
+        for p in case["params"]:
+            if p.get("kind") == "var":
+                if "value" in p and p.get("name"):
+                    variables.setdefault(p["name"], p["value"])
+                continue
+            slot = p["slot"]
+            if p.get("input"):
+                cmd += ["--input", f"{slot}=" + ",".join(os.path.join(case_dir, x) for x in p["input"])]
+            if p.get("expected"):
+                files = [os.path.join(tmp, f"slot{slot}.dev{d}.bin") for d in range(len(p["expected"]))]
+                cmd += ["--output", f"{slot}=" + ",".join(files)]
+                outputs.append((p, files))
+        for name, value in sorted(variables.items()):
+            cmd += ["--var", f"{name}={value}"]
+        if not outputs:
+            return "SKIP", "the case expects no output"
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, env=env)
+        except subprocess.TimeoutExpired:
+            return "FAIL", f"uopc-run timed out after {args.timeout}s"
+        if proc.returncode != 0:
+            return "FAIL", f"uopc-run exit {proc.returncode}: {last_line(proc.stderr)}"
+        for p, files in outputs:
+            for d, (mine, want) in enumerate(zip(files, p["expected"])):
+                with open(mine, "rb") as f:
+                    got = f.read()
+                with open(os.path.join(case_dir, want), "rb") as f:
+                    expected = f.read()
+                try:
+                    why = compare(got, expected, p["dtype"], rtol, atol)
+                except ValueError as e:
+                    why = str(e)
+                if why:
+                    return "FAIL", f"slot {p['slot']} device {d} ({p['dtype']}): {why}"
+    return "PASS", ""
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--uopc", required=True, help="the uopc binary")
+    ap.add_argument("--uopc-run", required=True, help="the uopc-run binary")
+    ap.add_argument("--corpus", default=os.environ.get("UOPC_CORPUS", ""), help="corpus directory (default $UOPC_CORPUS)")
+    ap.add_argument("--perf", action="store_true", help="also run the perf set")
+    ap.add_argument("--filter", default="", help="only cases whose name contains this")
+    ap.add_argument("--cache-dir", default="", help="XDG_CACHE_HOME for uopc-run's compiled kernels (default: inherited)")
+    ap.add_argument("--min-pass-rate", type=float, default=0.95, help="fail below this pass rate (default 0.95)")
+    ap.add_argument("--timeout", type=float, default=600, help="seconds per command (default 600)")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="cases run in parallel")
+    args = ap.parse_args()
+
+    if not args.corpus or not os.path.isdir(args.corpus):
+        print(f"SKIP corpus-c: no corpus at '{args.corpus}' (set UOPC_CORPUS or put it at ../shared/corpus)")
+        print("0 passed, 0 failed, 1 skipped")
+        return 0
+    env = dict(os.environ)
+    if args.cache_dir:
+        env["XDG_CACHE_HOME"] = args.cache_dir
+    sets = ["public"] + (["perf"] if args.perf else [])
+    cases = []
+    for s in sets:
+        root = os.path.join(args.corpus, s)
+        if os.path.isdir(root):
+            cases += [(f"{s}/{name}", os.path.join(root, name)) for name in sorted(os.listdir(root))
+                      if os.path.isdir(os.path.join(root, name)) and args.filter in name]
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        results = list(pool.map(lambda c: run_case(c[1], args, env), cases))
+    counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
+    for (name, _), (status, why) in zip(cases, results):
+        counts[status] += 1
+        print(f"{status} {name}" + (f": {why}" if why else ""))
+    line = f"{counts['PASS']} passed, {counts['FAIL']} failed"
+    if counts["SKIP"]:
+        line += f", {counts['SKIP']} skipped"
+    print(line)
+    ran = counts["PASS"] + counts["FAIL"]
+    if ran == 0:
+        print(f"error: no case ran from {args.corpus}", file=sys.stderr)
+        return 1
+    rate = counts["PASS"] / ran
+    if rate < args.min_pass_rate:
+        print(f"error: pass rate {rate:.1%} is below {args.min_pass_rate:.0%}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
