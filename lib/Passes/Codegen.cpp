@@ -21,16 +21,19 @@ namespace uopc {
 void runCodegen(Graph &g) {
   Context &c = *g.ctx;
   SymbolicCtx sc;
-  std::unordered_map<const UOp *, const UOp *> calls;
+  // Rebuilt bottom-up: a CALL gets its simplified body, every user of a changed node is rebuilt on it.
+  std::unordered_map<const UOp *, const UOp *> now;
   for (const UOp *u : toposort(g.root)) {
-    if (u->op != Op::CALL || u->src(0)->op != Op::SINK) continue;
-    const UOp *body = simplifyWith(c, u->src(0), symRules(), &sc);
-    if (body == u->src(0)) continue;
-    std::vector<const UOp *> srcs(u->src().begin(), u->src().end());
-    srcs[0] = body;
-    calls[u] = c.make(Op::CALL, u->dtype, srcs, u->arg, u->tag);
+    std::vector<const UOp *> srcs;
+    for (const UOp *s : u->src()) {
+      auto it = now.find(s);
+      srcs.push_back(it == now.end() ? s : it->second);
+    }
+    if (u->op == Op::CALL && u->src(0)->op == Op::SINK) srcs[0] = simplifyWith(c, u->src(0), symRules(), &sc);
+    const UOp *n = c.withSrc(u, srcs);
+    if (n != u) now[u] = n;
   }
-  if (!calls.empty()) g.root = substitute(c, g.root, calls);
+  if (auto it = now.find(g.root); it != now.end()) g.root = it->second;
 }
 
 } // namespace uopc

@@ -20,11 +20,11 @@ V trueLikeRoot(S &s) { return s.root().kBool(true); }
 V twiceX(S &s) { return s["x"].dt() == DType::Bool ? V() : s["x"] * 2; }
 V yPlusTwiceX(S &s) { return s["y"] + s["x"] * 2; }
 
-/// The SUB/NEG/CMPEQ of the graph format in tinygrad's spelling. On bool, SUB is x!=y and NEG is the
-/// identity (python_alu's -True is truthy, and so is the interpreter's).
+/// The SUB and NEG of the graph format in tinygrad's spelling. On bool, SUB is x!=y and NEG is the
+/// identity (python_alu's -True is truthy, and so is the interpreter's). CMPEQ is kept as it is: it is
+/// one node where tinygrad's !(x!=y) is two, and later passes match on it (x == _device_num).
 V subCanonical(S &s) { return s["x"].dt() == DType::Bool ? s["x"].ne(s["y"]) : s["x"] - s["y"]; }
 V negCanonical(S &s) { return s["x"].dt() == DType::Bool ? s["x"] : -s["x"]; }
-V eqCanonical(S &s) { return s["x"].ne(s["y"]).lnot(); }
 
 /// mask keeps every bit at or above k (tinygrad: mask | ((1 << k) - 1) == -1, read in the dtype's width).
 bool maskKeepsHighBits(DType dt, int64_t mask, int64_t k) {
@@ -101,7 +101,6 @@ const RuleSet &canonicalFormRules() {
   static const RuleSet rules{
       srule(pat(Op::SUB).src(var("x"), var("y")), subCanonical),                        // x-y -> x+y*-1
       srule(pat(Op::NEG).src(var("x")), negCanonical),                                  // -x -> x*-1
-      srule(pat(Op::CMPEQ).src(var("x"), var("y")), eqCanonical),                       // x==y -> !(x!=y)
   };
   return rules;
 }

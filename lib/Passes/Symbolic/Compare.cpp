@@ -1,5 +1,5 @@
 //===- Compare.cpp - comparisons, MAX and folds that the range analysis decides ===//
-// Rules over CMPLT/CMPNE (CMPEQ is rewritten to !(x!=y) first), MAX, and tinygrad's "min == max -> CONST".
+// Rules over CMPLT/CMPNE/CMPEQ, MAX, and tinygrad's "min == max -> CONST".
 // The comparison rewrites that move terms across `<` assume no wraparound: they are limited to weakint
 // (unbounded) or check that the sized op cannot wrap.
 #include "Passes/Symbolic/Internal.h"
@@ -107,6 +107,8 @@ V castBoolNe(S &s) {
 }
 
 V falseLikeRoot(S &s) { return s.root().kBool(false); }
+V trueLikeRoot(S &s) { return s.root().kBool(true); }
+V notOfX(S &s) { return s["x"].lnot(); }
 V keepX(S &s) { return s["x"]; }
 V keepR(S &s) { return s["r"]; }
 V zeroLikeR(S &s) { return s["r"].k(0); }
@@ -124,6 +126,9 @@ const RuleSet &compareSimpleRules() {
       srule(ne(boolean("x"), cst(0, DType::Bool)), keepX),                              // x!=False -> x
       srule(ne(notX, cst(1, DType::Bool)), keepX),                                      // !!x -> x
       srule(ne(intOfBool, cvar("c")), castBoolNe),                                      // int(x)!=c -> x, !x or True
+      srule(eq(intOrBool("x"), var("x")), trueLikeRoot),                                // x==x -> True (ints)
+      srule(eq(boolean("x"), cst(1, DType::Bool)), keepX),                              // x==True -> x
+      srule(eq(boolean("x"), cst(0, DType::Bool)), notOfX),                             // x==False -> !x
   };
   return rules;
 }

@@ -11,7 +11,7 @@ using namespace sym;
 
 const RuleSet &symbolicSimple() {
   static const RuleSet rules = dataInvalidRules()      // Invalid moves towards the LOAD/STORE it gates
-                               + canonicalFormRules()  // SUB, NEG, CMPEQ in tinygrad's spelling
+                               + canonicalFormRules()  // SUB and NEG in tinygrad's spelling
                                + arithmeticSimpleRules() + divModSimpleRules() + compareSimpleRules() +
                                constFoldRules() + castSimpleRules() + whereSimpleRules();
   return rules;

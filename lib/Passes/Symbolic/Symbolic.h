@@ -2,7 +2,7 @@
 // tinygrad's uop/symbolic.py and uop/divandmod.py at the corpus commit, as rule tables over the pattern
 // DSL (Passes/Pattern.h). The rule groups, one file each under lib/Passes/Symbolic/:
 //   ConstFold.cpp   constant folding with the target's per-dtype semantics (Interp/ScalarOps.h)
-//   Arithmetic.cpp  identities, canonical forms (SUB, NEG, CMPEQ), combining terms, constant motion
+//   Arithmetic.cpp  identities, canonical forms (SUB, NEG), combining terms, constant motion
 //   Compare.cpp     comparisons and MAX: range-decided folds, lt folding, simplex canonicalization
 //   Where.cpp       WHERE folding, Invalid propagation, gated LOAD/STORE, removing Invalid at the end
 //   Cast.cpp        CAST/BITCAST chains, narrowing int64 math, casts pushed into WHERE branches
@@ -21,7 +21,10 @@
 //    that the divisor's range excludes 0, since the evaluator defines x//0 = 0 and x%0 = x;
 //  - rules that reassociate or reorder comparisons of sized integers check that nothing wraps around;
 //  - float rules are limited to those exact under IEEE semantics (x*1, x+0, idempotence, folding of
-//    constants): x*0, x/x, combining float terms and moving float constants are not done.
+//    constants): x*0, x/x, combining float terms and moving float constants are not done;
+//  - CMPEQ (an op of the graph format that tinygrad spells !(x!=y)) is kept as it is;
+//  - simplifying under a valid mask only rewrites when the result is strictly smaller (tinygrad also
+//    accepts reorderings, which can alternate forever with the nested ANDs of their own result).
 #pragma once
 
 #include "IR/Range.h"

@@ -169,7 +169,8 @@ struct Emitter {
       if (std::isnan(d)) return needMath = true, "NAN";
       if (std::isinf(d)) return needMath = true, d > 0 ? "INFINITY" : "(-INFINITY)";
       char buf[64];
-      std::snprintf(buf, sizeof buf, "%a%s", d, isSingle(dt) ? "f" : "");
+      if (d == std::trunc(d) && std::fabs(d) < 1e15) std::snprintf(buf, sizeof buf, "%.1f%s", d, isSingle(dt) ? "f" : "");
+      else std::snprintf(buf, sizeof buf, "%a%s", d, isSingle(dt) ? "f" : "");
       return d < 0 || std::signbit(d) ? "(" + std::string(buf) + ")" : buf;
     }
     if (dt == DType::Bool) return w ? "1" : "0";

@@ -14,13 +14,13 @@ struct HelperText {
 
 // Order matters: a helper comes after the helpers it calls.
 const HelperText kHelpers[] = {
-    {Helper::Bits, {}, R"(static inline uint64_t uopc_bits64(double x) { uint64_t u; memcpy(&u, &x, 8); return u; }
-static inline double uopc_from_bits64(uint64_t u) { double x; memcpy(&x, &u, 8); return x; }
-static inline uint32_t uopc_bits32(float x) { uint32_t u; memcpy(&u, &x, 4); return u; }
-static inline float uopc_from_bits32(uint32_t u) { float x; memcpy(&x, &u, 4); return x; }
+    {Helper::Bits, {}, R"(UOPC_FN uint64_t uopc_bits64(double x) { uint64_t u; memcpy(&u, &x, 8); return u; }
+UOPC_FN double uopc_from_bits64(uint64_t u) { double x; memcpy(&x, &u, 8); return x; }
+UOPC_FN uint32_t uopc_bits32(float x) { uint32_t u; memcpy(&u, &x, 4); return u; }
+UOPC_FN float uopc_from_bits32(uint32_t u) { float x; memcpy(&x, &u, 4); return x; }
 )"},
     {Helper::F16Bits, {}, R"(/* float16 bits of x, round to nearest even (overflow gives inf) */
-static inline uint16_t uopc_f16_bits(double x) {
+UOPC_FN uint16_t uopc_f16_bits(double x) {
   uint16_t sign = signbit(x) ? 0x8000 : 0;
   if (isnan(x)) return sign | 0x7e00;
   double a = fabs(x);
@@ -37,75 +37,75 @@ static inline uint16_t uopc_f16_bits(double x) {
   return sign | (uint16_t)((e - 1 + 15) << 10) | (uint16_t)(ldexp(r, -(e - 1)) * 1024.0 - 1024.0);
 }
 )"},
-    {Helper::F16Value, {}, R"(static inline float uopc_f16_value(uint16_t h) {
+    {Helper::F16Value, {}, R"(UOPC_FN float uopc_f16_value(uint16_t h) {
   int ex = (h >> 10) & 0x1f, mant = h & 0x3ff;
   float v = ex == 0 ? ldexpf((float)mant, -24) : ex == 31 ? (mant ? NAN : INFINITY) : ldexpf((float)(1024 + mant), ex - 25);
   return (h & 0x8000) ? -v : v;
 }
 )"},
     {Helper::RoundF16, {Helper::F16Bits, Helper::F16Value},
-     "static inline float uopc_round_f16(double x) { return uopc_f16_value(uopc_f16_bits(x)); }\n"},
+     "UOPC_FN float uopc_round_f16(double x) { return uopc_f16_value(uopc_f16_bits(x)); }\n"},
     {Helper::BF16Bits, {Helper::Bits}, R"(/* tinygrad's float_to_bf16 */
-static inline uint16_t uopc_bf16_bits(float x) {
+UOPC_FN uint16_t uopc_bf16_bits(float x) {
   uint32_t u = uopc_bits32(x);
   if (isfinite(x)) u = u + 0x7FFFu + ((u >> 16) & 1u);
   return (uint16_t)(u >> 16);
 }
 )"},
     {Helper::BF16Value, {Helper::Bits},
-     "static inline float uopc_bf16_value(uint16_t h) { return uopc_from_bits32((uint32_t)h << 16); }\n"},
-    {Helper::RoundBF16, {Helper::Bits}, R"(static inline float uopc_round_bf16(float x) {
+     "UOPC_FN float uopc_bf16_value(uint16_t h) { return uopc_from_bits32((uint32_t)h << 16); }\n"},
+    {Helper::RoundBF16, {Helper::Bits}, R"(UOPC_FN float uopc_round_bf16(float x) {
   if (!isfinite(x)) return x;
   uint32_t u = uopc_bits32(x);
   return uopc_from_bits32((u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u);
 }
 )"},
     {Helper::CvtI32, {}, R"(/* float to int as x86-64 cvttsd2si (32-bit): INT32_MIN for NaN and out of range */
-static inline int64_t uopc_cvt_i32(double x) {
+UOPC_FN int64_t uopc_cvt_i32(double x) {
   double t = trunc(x);
   return (t >= -2147483648.0 && t < 2147483648.0) ? (int64_t)t : (int64_t)INT32_MIN;
 }
 )"},
-    {Helper::CvtI64, {}, R"(static inline int64_t uopc_cvt_i64(double x) {
+    {Helper::CvtI64, {}, R"(UOPC_FN int64_t uopc_cvt_i64(double x) {
   double t = trunc(x);
   return (t >= -9223372036854775808.0 && t < 9223372036854775808.0) ? (int64_t)t : INT64_MIN;
 }
 )"},
-    {Helper::CvtU64, {Helper::CvtI64}, R"(static inline uint64_t uopc_cvt_u64(double x) {
+    {Helper::CvtU64, {Helper::CvtI64}, R"(UOPC_FN uint64_t uopc_cvt_u64(double x) {
   double t = trunc(x);
   if (t >= 9223372036854775808.0 && t < 18446744073709551616.0) return (uint64_t)t;
   return (uint64_t)uopc_cvt_i64(t);
 }
 )"},
     {Helper::IntDiv, {}, R"(/* integer division and modulo: x//0 = 0, x%0 = x, no overflow trap */
-static inline int64_t uopc_floordiv_s(int64_t a, int64_t b) {
+UOPC_FN int64_t uopc_floordiv_s(int64_t a, int64_t b) {
   if (b == 0) return 0;
   if (b == -1) return (int64_t)(0 - (uint64_t)a);
   int64_t q = a / b;
   return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
-static inline int64_t uopc_floormod_s(int64_t a, int64_t b) {
+UOPC_FN int64_t uopc_floormod_s(int64_t a, int64_t b) {
   if (b == 0) return a;
   if (b == -1) return 0;
   int64_t m = a % b;
   return (m != 0 && ((m < 0) != (b < 0))) ? m + b : m;
 }
-static inline int64_t uopc_cdiv_s(int64_t a, int64_t b) { return b == 0 ? 0 : b == -1 ? (int64_t)(0 - (uint64_t)a) : a / b; }
-static inline int64_t uopc_cmod_s(int64_t a, int64_t b) { return b == 0 ? a : b == -1 ? 0 : a % b; }
-static inline uint64_t uopc_div_u(uint64_t a, uint64_t b) { return b == 0 ? 0 : a / b; }
-static inline uint64_t uopc_mod_u(uint64_t a, uint64_t b) { return b == 0 ? a : a % b; }
+UOPC_FN int64_t uopc_cdiv_s(int64_t a, int64_t b) { return b == 0 ? 0 : b == -1 ? (int64_t)(0 - (uint64_t)a) : a / b; }
+UOPC_FN int64_t uopc_cmod_s(int64_t a, int64_t b) { return b == 0 ? a : b == -1 ? 0 : a % b; }
+UOPC_FN uint64_t uopc_div_u(uint64_t a, uint64_t b) { return b == 0 ? 0 : a / b; }
+UOPC_FN uint64_t uopc_mod_u(uint64_t a, uint64_t b) { return b == 0 ? a : a % b; }
 )"},
-    {Helper::Shift, {}, R"(static inline uint64_t uopc_shl(uint64_t a, uint64_t b, int is_signed) {
+    {Helper::Shift, {}, R"(UOPC_FN uint64_t uopc_shl(uint64_t a, uint64_t b, int is_signed) {
   return ((is_signed && (int64_t)b < 0) || b >= 64) ? 0 : a << b;
 }
-static inline uint64_t uopc_shr_u(uint64_t a, uint64_t b) { return b >= 64 ? 0 : a >> b; }
-static inline int64_t uopc_shr_s(int64_t a, int64_t b) {
+UOPC_FN uint64_t uopc_shr_u(uint64_t a, uint64_t b) { return b >= 64 ? 0 : a >> b; }
+UOPC_FN int64_t uopc_shr_s(int64_t a, int64_t b) {
   if (b < 0) return 0;
   if (b >= 64) return a < 0 ? -1 : 0;
   return a < 0 ? (int64_t)~(~(uint64_t)a >> b) : (int64_t)((uint64_t)a >> b);
 }
 )"},
-    {Helper::IntPow, {}, R"(static inline uint64_t uopc_ipow(int64_t base, int64_t e) {
+    {Helper::IntPow, {}, R"(UOPC_FN uint64_t uopc_ipow(int64_t base, int64_t e) {
   if (e < 0) return base == 1 ? 1 : base == -1 ? ((e & 1) ? (uint64_t)-1 : 1) : 0;
   uint64_t r = 1, b = (uint64_t)base;
   for (uint64_t k = (uint64_t)e; k; k >>= 1) {
@@ -115,14 +115,14 @@ static inline int64_t uopc_shr_s(int64_t a, int64_t b) {
   return r;
 }
 )"},
-    {Helper::FloatDiv, {}, R"(static inline double uopc_floordiv_f(double x, double y) { return y == 0 ? 0.0 : floor(x / y); }
-static inline double uopc_floormod_f(double x, double y) { return y == 0 ? x : x - floor(x / y) * y; }
-static inline double uopc_cdiv_f(double x, double y) { return y == 0 ? 0.0 : trunc(x / y); }
-static inline double uopc_cmod_f(double x, double y) { return y == 0 ? x : x - trunc(x / y) * y; }
+    {Helper::FloatDiv, {}, R"(UOPC_FN double uopc_floordiv_f(double x, double y) { return y == 0 ? 0.0 : floor(x / y); }
+UOPC_FN double uopc_floormod_f(double x, double y) { return y == 0 ? x : x - floor(x / y) * y; }
+UOPC_FN double uopc_cdiv_f(double x, double y) { return y == 0 ? 0.0 : trunc(x / y); }
+UOPC_FN double uopc_cmod_f(double x, double y) { return y == 0 ? x : x - trunc(x / y) * y; }
 )"},
     {Helper::Threefry, {}, R"(/* tinygrad's threefry2x32 */
-static inline uint32_t uopc_rotl32(uint32_t v, int r) { return (v << r) | (v >> (32 - r)); }
-static inline uint64_t uopc_threefry(uint64_t x, uint64_t key) {
+UOPC_FN uint32_t uopc_rotl32(uint32_t v, int r) { return (v << r) | (v >> (32 - r)); }
+UOPC_FN uint64_t uopc_threefry(uint64_t x, uint64_t key) {
   static const int rot[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
   uint32_t key0 = (uint32_t)key, key1 = (uint32_t)(key >> 32);
   uint32_t ks[3] = {key1, key0 ^ key1 ^ 0x1BD11BDAu, key0};
@@ -151,7 +151,10 @@ std::string preludeText(const std::set<Helper> &used) {
       if (all.count(t.h))
         for (Helper d : t.deps) grew |= all.insert(d).second;
   }
-  std::string out;
+  if (all.empty()) return "";
+  // clang warns about unused static inline functions in the main file: a helper group may be half used
+  std::string out = "#if defined(__GNUC__)\n#define UOPC_FN static inline __attribute__((unused))\n#else\n"
+                    "#define UOPC_FN static inline\n#endif\n";
   for (const HelperText &t : kHelpers)
     if (all.count(t.h)) out += t.text;
   return out;

@@ -90,8 +90,10 @@ def _(g): a=g.var("a",0,99); return [g.op("CMPLT",g.op("FLOORDIV",a,g.c(4)),g.c(
 def _(g): a=g.var("a",0,9); return [g.op("MAX",a,g.c(10)), g.op("MAX",a,g.c(-1))]
 @case("compare","max-kept")
 def _(g): a=g.var("a",0,9); return [g.op("MAX",a,g.c(5))]
-@case("compare","eq-canonical")
+@case("compare","eq-kept")
 def _(g): a=g.var("a",0,9); b=g.var("b",0,9); return [g.op("CMPEQ",a,b)]
+@case("compare","eq-self")
+def _(g): a=g.var("a",0,9); b=g.var("b",0,9); x=g.op("ADD",a,b); return [g.op("CMPEQ",x,x)]
 @case("compare","lt-folding")
 def _(g): a=g.var("a",0,9); b=g.var("b",0,3); return [g.op("CMPLT",g.op("ADD",g.op("MUL",a,g.c(4)),b),g.c(8))]
 @case("compare","float-lt-self")
@@ -284,7 +286,8 @@ CHK = {
  "div-lt": ("a//4 < 3 -> a < 12", [V("A","a"), K("C","12"), N("L","CMPLT","bool","A","C"), "NEXT: "+SINK("L")]),
  "max-folded": ("a in [0, 9]: max(a,10) -> 10, max(a,-1) -> a", [K("T","10"), V("A","a"), SINK("T","A")]),
  "max-kept": ("NOT folded: max(a,5) with a in [0, 9]", [N("M","MAX","weakint")]),
- "eq-canonical": ("a==b -> !(a!=b) (tinygrad's spelling)", ['{"id":[[A:[0-9]+]],"op":"PARAM",{{.*}}"name":"a"}', '{"id":[[B:[0-9]+]],"op":"PARAM",{{.*}}"name":"b"}', '{"id":[[N:[0-9]+]],"op":"CMPNE","dtype":"bool","src":{{\\[}}[[A]],[[B]]{{\\]}}', '{"id":[[T:[0-9]+]],"op":"CONST","dtype":"bool","arg":true}', '{"id":[[R:[0-9]+]],"op":"CMPNE","dtype":"bool","src":{{\\[}}[[N]],[[T]]{{\\]}}', 'NOT: "op":"CMPEQ"']),
+ "eq-kept": ("NOT rewritten: a==b stays one CMPEQ (tinygrad spells it !(a!=b); later passes match on CMPEQ)", [V("A","a"), V("B","b"), N("E","CMPEQ","bool","A","B"), "NEXT: "+SINK("E")]),
+ "eq-self": ("x==x -> True for integers", [K("T","true","bool"), "NEXT: "+SINK("T")]),
  "lt-folding": ("a*4+b < 8 with b in [0, 3] -> a < 2", [V("A","a"), K("C","2"), N("L","CMPLT","bool","A","C"), "NEXT: "+SINK("L")]),
  "float-lt-self": ("x<x -> False holds for floats too (NaN<NaN is False)", [K("F","false","bool"), "NEXT: "+SINK("F")]),
  # divmod
