@@ -9,9 +9,7 @@
 #include "IR/GraphIO.h"
 #include "Passes/PassManager.h"
 #include "Passes/Schedule.h"
-#ifdef UOPC_HAVE_C_TARGET // defined by CMake when the C backend library (uopc_targets) is built
 #include "Targets/CTarget.h"
-#endif
 
 #include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -72,13 +70,7 @@ int convertMain(int argc, char **argv) {
   return kExitOk;
 }
 
-bool haveBackend(const std::string &target) {
-#ifdef UOPC_HAVE_C_TARGET
-  return target == "c";
-#else
-  return false;
-#endif
-}
+bool haveBackend(const std::string &target) { return target == "c"; }
 
 std::string_view extension(const std::string &target) { return target == "c" ? "c" : target == "llvm" ? "ll" : "ptx"; }
 
@@ -86,7 +78,7 @@ std::string_view extension(const std::string &target) { return target == "c" ? "
 /// records the symbol each exports.
 void emitKernels(Graph &g, const Schedule &s, const std::string &target, std::vector<KernelArtifact> &artifacts,
                  OutputDir &out) {
-#ifdef UOPC_HAVE_C_TARGET
+  if (target != "c") fail("the '" + target + "' backend is not implemented yet");
   for (size_t i = 0; i < s.steps.size(); ++i) {
     const SchedStep &st = s.steps[i];
     if (st.kind != SchedStep::Kind::Kernel) continue;
@@ -94,9 +86,6 @@ void emitKernels(Graph &g, const Schedule &s, const std::string &target, std::ve
     artifacts[i].symbol = k.symbol;
     out.write(artifacts[i].file, k.source);
   }
-#else
-  fail("the '" + target + "' backend is not implemented yet");
-#endif
 }
 
 int compileMain(int argc, char **argv) {

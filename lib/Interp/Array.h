@@ -4,7 +4,7 @@
 // index is checked against the array it reads.
 #pragma once
 
-#include "Interp/ScalarOps.h"
+#include "IR/ScalarOps.h"
 
 #include <memory>
 #include <span>

@@ -6,7 +6,7 @@
 #include "IR/Records.h"
 #include "Interp/Evaluator.h"
 #include "Interp/Interpreter.h"
-#include "Interp/ScalarOps.h"
+#include "IR/ScalarOps.h"
 #include "Passes/PassManager.h"
 #include "Passes/Symbolic/Symbolic.h"
 #include "Targets/CTarget.h"

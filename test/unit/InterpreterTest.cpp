@@ -2,7 +2,7 @@
 #include "IR/Error.h"
 #include "IR/Records.h"
 #include "Interp/Interpreter.h"
-#include "Interp/ScalarOps.h"
+#include "IR/ScalarOps.h"
 
 #include <catch2/catch.hpp>
 

@@ -18,7 +18,7 @@
 // Default: 100,000 expressions. UOPC_SYMBOLIC_LONG=1: 1,000,000. UOPC_SYMBOLIC_SEED picks another seed.
 #include "IR/Error.h"
 #include "IR/Range.h"
-#include "Interp/ScalarOps.h"
+#include "IR/ScalarOps.h"
 #include "Passes/Symbolic/Symbolic.h"
 
 #include <catch2/catch.hpp>

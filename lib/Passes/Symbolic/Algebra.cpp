@@ -1,6 +1,6 @@
 //===- Algebra.cpp - node builders and index algebra shared by the rule files ===//
 #include "IR/Error.h"
-#include "Interp/ScalarOps.h"
+#include "IR/ScalarOps.h"
 #include "Passes/Symbolic/Internal.h"
 
 #include <algorithm>

@@ -3,7 +3,7 @@
 // Reassociating rules are limited to integers (they are exact modulo 2^n, not under float rounding), and
 // rules that combine constants only apply when the constants fold (a weakint product leaving int64 does
 // not), so that no unfoldable constant op is left behind for another rule to move back.
-#include "Interp/ScalarOps.h"
+#include "IR/ScalarOps.h"
 #include "Passes/Symbolic/Internal.h"
 
 namespace uopc::sym {

@@ -4,7 +4,7 @@
 // out of range give 0 (or the sign), floats round to their dtype after every op, casts from float to int
 // follow the C conversion on x86-64, bitcasts reinterpret the storage bytes. weakint is exact: a fold whose
 // result would leave int64 is not done.
-#include "Interp/ScalarOps.h"
+#include "IR/ScalarOps.h"
 #include "Passes/Symbolic/Internal.h"
 
 #include <cmath>

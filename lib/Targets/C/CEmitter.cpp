@@ -9,7 +9,7 @@
 
 #include "IR/Error.h"
 #include "IR/Records.h"
-#include "Interp/ScalarOps.h"
+#include "IR/ScalarOps.h"
 #include "Passes/Symbolic/Symbolic.h"
 #include "Targets/C/Prelude.h"
 

@@ -1,5 +1,5 @@
 //===- ScalarOps.cpp - per-dtype scalar semantics of the reference interpreter ===//
-#include "Interp/ScalarOps.h"
+#include "IR/ScalarOps.h"
 
 #include "IR/Error.h"
 

@@ -1,4 +1,6 @@
-//===- ScalarOps.h - per-dtype scalar semantics of the reference interpreter ===//
+//===- ScalarOps.h - per-dtype scalar semantics (tinygrad's exec_alu + truncate) ===//
+// Shared by the reference interpreter, the simplifier's constant folder and the C emitter's tests; it
+// lives in the namespace uopc::interp where it was born.
 // One element of any dtype is held in a 64-bit Word. The meaning of each op on one element follows
 // tinygrad at the corpus commit (python_alu + dtype.truncate) and, where those leave it open (casts from
 // float to int out of range), what tinygrad's C renderer produces on x86-64.
