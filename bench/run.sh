@@ -9,3 +9,5 @@ for b in "$BUILD"/bench_*; do
   echo "== $(basename "$b")"
   "$b" --corpus "$CORPUS"
 done
+echo "== compile time against tinygrad (schedule_s + codegen_s)"
+/usr/bin/python3 bench/compile_vs_tinygrad.py --uopc "$BUILD/uopc" --corpus "$CORPUS"
