@@ -13,8 +13,8 @@
 //      STORE / AFTER:        write the shard into the shard buffer
 //      COPY of one device's value onto several: MSTACK of one COPY per device; several to one: MSELECT(0)
 //      MSELECT(MSTACK(s...), i) -> s_i
-//      ALLREDUCE(x):         naive allreduce, op-fold of COPY(MSELECT(x, i), dest) over the devices
-//                            (ring allreduce is not implemented: the naive form is used for every size)
+//      ALLREDUCE(x):         naive allreduce, op-fold of COPY(MSELECT(x, i), dest) over the devices, or
+//                            the ring allreduce for large buffers (below)
 // 2. The symbolic form (tinygrad's symbolic_multi_pm):
 //      MULTI(x, axis)        -> PAD(x, axis offset shard*_device_num, full size): other shards Invalid
 //      MSELECT(x, i)         -> where(_device_num == i, x, Invalid)
@@ -26,6 +26,29 @@
 // reads the device that holds the data), or to several devices from a value on the same number of devices
 // (a per-device copy). `_device_num` (PARAM weakint, slot -1, vmin_vmax [0, ndev-1]) appears in PAD/SHRINK
 // offsets and WHERE gates; every node is evaluated once per device with it bound.
+//
+// The allreduce (tinygrad's handle_allreduce, schedule/allreduce.py): x = CONTIGUOUS(x) first, then
+//   naive  op-fold over i of COPY(MSELECT(x, i), dest): every device's buffer copied whole to each destination.
+//   ring   x flattened to (numel,) and cut into ndev chunks: factor = the first of 32, 16, 8, 4, 2 dividing
+//          numel (else 1); base, left = divmod(numel/factor, ndev); chunk k has (base+1)*factor elements for
+//          k < left, base*factor after. Reduce-scatter, for chunk i over ndev-1 steps (src = i+step,
+//          dst = i+step+1, mod ndev): r = op(COPY(r, dst), COPY(MSELECT(chunk, dst), dst)), the first copy
+//          COPY(MSELECT(chunk, i), dst); r ends on device i-1 holding the whole reduction of chunk i.
+//          All-gather: to one device, COPY(r, dest); to several, the chain r, COPY(r, i), COPY(.., i+1), ...
+//          (ndev-1 neighbour copies) and MSTACK(chain[(j-i+1) % ndev] for device j): each device its own
+//          copy. Reassembly: the chunks PADded back to (numel,) and combined, then RESHAPE to the shape.
+//          Differences from tinygrad: the chunks are combined with nested where(padMask_k, PAD(c_k), ...)
+//          (the last one zero-filled) instead of tinygrad's sum of padded chunks, so no ADD touches a
+//          chunk's value (exact for -0.0 and for MAX/MUL); empty chunks (numel < ndev*factor) are left out.
+//   Which one (tinygrad's rule, RING=1 ALL2ALL=0 defaults): ring when ndev > 2 and numel >
+//   RING_ALLREDUCE_THRESHOLD (256000 elements), else naive; the ring needs a constant shape and, for a
+//   multi-device destination, the destination devices equal to the buffer's (else naive).
+//   Environment, read each time the pass runs:
+//     UOPC_RING_ALLREDUCE            unset/"auto": the rule above (tinygrad RING=1); "0": always naive
+//                                    (RING=0); "1": ring for every allreduce of >= 2 devices (RING=2)
+//     UOPC_RING_ALLREDUCE_THRESHOLD  the element count above which the rule picks the ring (tinygrad's
+//                                    RING_ALLREDUCE_THRESHOLD), default 256000
+//   ALL2ALL (tinygrad's other large-buffer allreduce, off by default) is not implemented.
 //
 // Precondition: pad_fill invalid (run invalid-pad first; the pass refuses a zero-fill graph) and a graph
 // that verifies. Ops tinygrad refuses on sharded values (PAD/FLIP of the sharded axis, SHRINK of part of a
@@ -39,6 +62,8 @@
 #include "Passes/Symbolic/Symbolic.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 
 namespace uopc {
 namespace {
@@ -281,7 +306,91 @@ const UOp *lowerSharded(Match &m) {
   }
 }
 
-/// replace_allreduce (COPY between one device and several, MSELECT of MSTACK) and the naive allreduce.
+enum class RingMode { Auto, Off, Force };
+
+RingMode ringMode() {
+  const char *e = std::getenv("UOPC_RING_ALLREDUCE");
+  std::string v = e ? e : "";
+  if (v.empty() || v == "auto") return RingMode::Auto;
+  if (v == "0") return RingMode::Off;
+  if (v == "1") return RingMode::Force;
+  fail("UOPC_RING_ALLREDUCE must be 0, 1 or auto, not '" + v + "'");
+}
+
+int64_t ringThreshold() {
+  const char *e = std::getenv("UOPC_RING_ALLREDUCE_THRESHOLD");
+  if (!e || !*e) return 256000;
+  char *end = nullptr;
+  long long v = std::strtoll(e, &end, 10);
+  if (*end != '\0') fail(std::string("UOPC_RING_ALLREDUCE_THRESHOLD must be an integer, not '") + e + "'");
+  return static_cast<int64_t>(v);
+}
+
+/// tinygrad's ring allreduce of the contiguous multi-device buffer `buf` (see the header).
+const UOp *ringAllreduce(Context &ctx, const UOp *buf, Op rop, const Arg *dest, const std::vector<std::string> &devs,
+                         const Shape &shape, int64_t numel) {
+  int64_t nd = static_cast<int64_t>(devs.size());
+  DType dt = buf->dtype;
+  auto W = [&](int64_t v) { return ctx.constInt(DType::WeakInt, v); };
+  auto copyOne = [&](const UOp *x, int64_t d) {
+    return ctx.make(Op::COPY, dt, {x}, encodeDevices(ctx, {devs[static_cast<size_t>(d % nd)]}, false));
+  };
+  int64_t factor = 1;
+  for (int64_t f : {32, 16, 8, 4, 2})
+    if (numel % f == 0) {
+      factor = f;
+      break;
+    }
+  int64_t base = numel / factor / nd, left = numel / factor % nd;
+  const UOp *flat = ctx.make(Op::RESHAPE, dt, {buf, shapeOperand(ctx, Shape{W(numel)})});
+  const Shape flatShape{W(numel)};
+  bool toOne = dest->kind == ArgKind::String;
+  std::vector<std::pair<const UOp *, std::pair<int64_t, int64_t>>> gathered; // (chunk value, [s, e))
+  int64_t s = 0;
+  for (int64_t i = 0; i < nd; ++i) {
+    int64_t e = s + (i < left ? base + 1 : base) * factor;
+    if (e == s) continue;
+    const UOp *chunk =
+        ctx.make(Op::SHRINK, dt, {flat, shapeOperand(ctx, Shape{W(s)}), shapeOperand(ctx, Shape{W(e - s)})});
+    // reduce-scatter: ndev-1 steps around the ring starting at device i
+    const UOp *reduced = chunk;
+    for (int64_t step = 0; step < nd - 1; ++step) {
+      int64_t src = (i + step) % nd, dst = (i + step + 1) % nd;
+      const UOp *cp = copyOne(step == 0 ? mselect(ctx, reduced, src) : reduced, dst);
+      reduced = ctx.make(rop, dt, {cp, copyOne(mselect(ctx, chunk, dst), dst)});
+    }
+    // all-gather
+    const UOp *got;
+    if (toOne) {
+      got = ctx.make(Op::COPY, dt, {reduced}, dest);
+    } else {
+      std::vector<const UOp *> chain{reduced};
+      const UOp *rc = reduced;
+      for (int64_t step = 0; step < nd - 1; ++step) chain.push_back(rc = copyOne(rc, (i + step) % nd));
+      std::vector<const UOp *> parts;
+      for (int64_t j = 0; j < nd; ++j) parts.push_back(chain[static_cast<size_t>(((j - i + 1) % nd + nd) % nd)]);
+      got = ctx.make(Op::MSTACK, dt, parts);
+    }
+    gathered.push_back({got, {s, e}});
+    s = e;
+  }
+  // reassemble: nested where over the chunks' pad masks, the last one zero-filled
+  const UOp *acc = nullptr;
+  for (size_t k = gathered.size(); k-- > 0;) {
+    auto [c, se] = gathered[k];
+    Shape cshape{W(se.second - se.first)};
+    const UOp *off = shapeOperand(ctx, Shape{W(se.first)}), *size = shapeOperand(ctx, flatShape);
+    if (!acc) {
+      acc = zeroFilledPad(ctx, c, cshape, off, size);
+      continue;
+    }
+    const UOp *padded = ctx.make(Op::PAD, dt, {c, off, size});
+    acc = ctx.make(Op::WHERE, dt, {padMask(ctx, dt, cshape, off, size), padded, acc});
+  }
+  return ctx.make(Op::RESHAPE, dt, {acc, shapeOperand(ctx, shape)});
+}
+
+/// replace_allreduce (COPY between one device and several, MSELECT of MSTACK) and the allreduce.
 const UOp *lowerCopies(Match &m) {
   auto &st = m.user<MultiState>();
   Context &ctx = m.ctx();
@@ -311,6 +420,19 @@ const UOp *lowerCopies(Match &m) {
     Op rop = u->arg->elems()[0]->op();
     const Arg *dest = u->arg->elems()[1];
     const UOp *buf = ctx.make(Op::CONTIGUOUS, x->dtype, {x});
+    if (RingMode mode = ringMode(); mode != RingMode::Off) {
+      const Shape &shape = st.shape(x);
+      std::optional<int64_t> numel = 1;
+      for (const UOp *d : shape) {
+        auto c = dimConst(d);
+        numel = c && numel ? std::optional<int64_t>(*numel * *c) : std::nullopt;
+      }
+      const auto &devs = st.devices(x);
+      bool destOk = dest->kind == ArgKind::String || decodeDevices(dest) == devs;
+      bool big = nd > 2 && numel && *numel > ringThreshold();
+      if (numel && *numel > 0 && destOk && (mode == RingMode::Force || big))
+        return ringAllreduce(ctx, buf, rop, dest, devs, shape, *numel);
+    }
     const UOp *acc = nullptr;
     for (int64_t i = 0; i < nd; ++i) {
       const UOp *c = ctx.make(Op::COPY, x->dtype, {mselect(ctx, buf, i)}, dest);
