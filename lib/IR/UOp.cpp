@@ -109,10 +109,24 @@ struct Context::Impl {
   Arena arena;
   InternTable<UOp> uops;
   InternTable<Arg> args;
+  /// Scratch objects not leased now, with their type's key (a handful: one per type and nesting level).
+  std::vector<std::pair<const void *, std::unique_ptr<ScratchBase>>> scratch;
 };
 
 Context::Context() : impl_(std::make_unique<Impl>()) {}
 Context::~Context() = default;
+
+Context::ScratchBase *Context::takeScratch(const void *key) {
+  auto &pool = impl_->scratch;
+  for (size_t i = pool.size(); i-- > 0;)
+    if (pool[i].first == key) {
+      ScratchBase *p = pool[i].second.release();
+      pool.erase(pool.begin() + std::ptrdiff_t(i));
+      return p;
+    }
+  return nullptr;
+}
+void Context::giveScratch(const void *key, ScratchBase *p) { impl_->scratch.emplace_back(key, std::unique_ptr<ScratchBase>(p)); }
 
 void *Context::allocate(size_t bytes, size_t align) { return impl_->arena.allocate(bytes, align); }
 std::string_view Context::saveString(std::string_view s) {
@@ -330,21 +344,44 @@ const Arg *Arg::field(std::string_view name) const {
   return nullptr;
 }
 
+namespace {
+/// toposort's per-node state, in a table kept per thread: toposort has no Context to keep it in, and the
+/// stamps make it valid for nodes of any Context. A call costs O(nodes reached), not O(nodes of the Context).
+struct TopoSlot {
+  uint32_t gen;
+  uint8_t state; ///< 0 unseen, 1 on stack, 2 done
+};
+struct TopoScratch {
+  StampedTable<TopoSlot> table;
+  std::vector<std::pair<const UOp *, uint32_t>> stack;
+  std::vector<const UOp *> refs;
+  std::vector<const Arg *> work;
+  bool busy = false;
+};
+} // namespace
+
 std::vector<const UOp *> toposort(const UOp *root) {
   std::vector<const UOp *> order;
   if (!root) return order;
-  // state: 0 unseen, 1 on stack, 2 done. Indexed by UOp::index, so one byte per node of the context.
-  std::vector<uint8_t> state;
-  auto st = [&](const UOp *u) -> uint8_t & {
-    if (u->index >= state.size()) state.resize(u->index + 1 + state.size() / 2, 0);
-    return state[u->index];
-  };
-  std::vector<std::pair<const UOp *, uint32_t>> stack;
-  std::vector<const UOp *> refs;
+  thread_local TopoScratch shared;
+  // toposort calls nothing that could call it back; the fallback only guards against future changes
+  std::unique_ptr<TopoScratch> own;
+  TopoScratch &sc = shared.busy ? *(own = std::make_unique<TopoScratch>()) : shared;
+  sc.busy = true;
+  struct Release {
+    TopoScratch &s;
+    ~Release() { s.busy = false; }
+  } release{sc};
+  sc.table.clear();
+  auto st = [&](const UOp *u) -> uint8_t & { return sc.table.at(u).state; };
+  auto &stack = sc.stack;
+  auto &refs = sc.refs;
+  stack.clear();
   auto collectRefs = [&](const Arg *a) {
     refs.clear();
     if (!a || !a->hasRef) return;
-    std::vector<const Arg *> work{a};
+    auto &work = sc.work;
+    work.assign(1, a);
     while (!work.empty()) {
       const Arg *x = work.back();
       work.pop_back();

@@ -7,6 +7,7 @@
 
 #include "IR/Types.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -157,14 +158,60 @@ public:
   void *allocate(size_t bytes, size_t align);
   std::string_view saveString(std::string_view s);
 
+  /// Base of the scratch objects a Context keeps for reuse across calls (see Scratch below).
+  struct ScratchBase {
+    virtual ~ScratchBase() = default;
+  };
+  /// Counters of the work done by StampedTables leased through Scratch (tests and benchmarks): a call
+  /// that touches k nodes adds about k resets, whatever the Context's size.
+  struct ScratchStats {
+    uint64_t slotsReset = 0; ///< slots (re)initialized on first touch in a generation
+    uint64_t slotsGrown = 0; ///< slots allocated by table growth (amortized over calls)
+    uint64_t leases = 0;     ///< Scratch objects handed out
+    uint64_t created = 0;    ///< of which newly constructed (the rest were reused)
+  };
+  ScratchStats &scratchStats() { return scratchStats_; }
+
+  /// A lease of a T (derived from ScratchBase) kept by this Context: reused across calls so that its
+  /// allocations are amortized, handed back on destruction. Each live lease has an object of its own,
+  /// so a call that runs while another holds a lease (a nested graphRewrite) gets a separate one.
+  template <typename T> class Scratch {
+  public:
+    explicit Scratch(Context &c) : c_(c), p_(static_cast<T *>(c.takeScratch(key()))) {
+      ++c.scratchStats_.leases;
+      if (!p_) {
+        p_ = new T();
+        ++c.scratchStats_.created;
+      }
+    }
+    ~Scratch() { c_.giveScratch(key(), p_); }
+    Scratch(const Scratch &) = delete;
+    Scratch &operator=(const Scratch &) = delete;
+    T *operator->() const { return p_; }
+    T &operator*() const { return *p_; }
+
+  private:
+    static const void *key() {
+      static const char k = 0;
+      return &k;
+    }
+    Context &c_;
+    T *p_;
+  };
+
 private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::vector<const UOp *> nodes_;
+  ScratchStats scratchStats_;
+  ScratchBase *takeScratch(const void *key);
+  void giveScratch(const void *key, ScratchBase *p);
   const Arg *internArg(Arg &proto, std::span<const Arg *const> items, std::span<const std::string_view> keys);
 };
 
-/// Side table keyed by node: a dense vector indexed by UOp::index. Grows on demand.
+/// Side table keyed by node: a dense vector indexed by UOp::index. Grows on demand. It costs O(the largest
+/// index it holds), which is O(nodes of the Context) for a new node: a table made afresh per call over a
+/// small graph should be a StampedTable leased with Context::Scratch instead.
 template <typename T> class NodeMap {
 public:
   explicit NodeMap(T init = T()) : init_(std::move(init)) {}
@@ -179,6 +226,57 @@ public:
 private:
   std::vector<T> data_;
   T init_;
+};
+
+/// Side table keyed by node whose clear() is O(1), for per-call tables in a big Context: each slot S
+/// carries the generation that last wrote it (a member `uint32_t gen`), and a slot of another generation
+/// reads as S{} (empty). at() resets a slot on its first touch in a generation, so a call costs
+/// O(nodes touched), not O(nodes of the Context); growth is amortized when the table is reused (lease
+/// it with Context::Scratch). References returned by at() are invalidated by a later at() that grows.
+template <typename S> class StampedTable {
+public:
+  /// Starts a generation: every slot reads as empty again. O(1) (O(size) once in 2^32 calls).
+  void clear() {
+    if (++gen_ == 0) {
+      for (S &s : slots_) s.gen = 0;
+      gen_ = 1;
+    }
+  }
+  /// The slot of `u`, reset to S{} if this generation has not touched it.
+  S &at(const UOp *u) {
+    if (u->index >= slots_.size()) [[unlikely]]
+      grow(u->index);
+    S &s = slots_[u->index];
+    if (s.gen != gen_) {
+      s = S{};
+      s.gen = gen_;
+      ++resets_;
+    }
+    return s;
+  }
+  /// The slot of `u` if this generation touched it, else null. Never grows nor resets.
+  const S *find(const UOp *u) const {
+    if (u->index >= slots_.size()) return nullptr;
+    const S &s = slots_[u->index];
+    return s.gen == gen_ ? &s : nullptr;
+  }
+  size_t capacity() const { return slots_.size(); }
+  /// Moves the counters of work done into `st` (and zeroes them).
+  void flushStats(Context::ScratchStats &st) {
+    st.slotsReset += resets_;
+    st.slotsGrown += grown_;
+    resets_ = grown_ = 0;
+  }
+
+private:
+  void grow(uint32_t index) {
+    size_t n = std::max<size_t>({size_t(index) + 1, slots_.size() + slots_.size() / 2, 64});
+    grown_ += n - slots_.size();
+    slots_.resize(n); // value-initialized: gen 0, never a current generation
+  }
+  std::vector<S> slots_;
+  uint32_t gen_ = 1; ///< slots start at 0: empty without a clear()
+  uint64_t resets_ = 0, grown_ = 0;
 };
 
 /// Every node reachable from `root`, sources before users (iterative: no recursion on depth).

@@ -31,15 +31,23 @@ const UOp *const kNoRewrite = &kSentinels[0];
 const UOp *const kGated = &kSentinels[1];
 
 /// Per-node state of one graphRewrite call, split by how hot it is: every visit reads repl and the
-/// flags of each source, so those live in dense tables of their own (8 and 1 bytes a node).
+/// flags of each source, so those live in a table of their own (16 bytes a node). Both tables are
+/// generation-stamped (StampedTable) and leased from the Context, so a call costs O(nodes it touches),
+/// not O(nodes of the Context), and a nested call (a rule that runs graphRewrite) gets tables of its own.
 enum : uint8_t {
   kStarted = 1,  ///< stage 0 done: its result is on the way
   kWaitedOn = 2, ///< entries wait for its result (ColdState::waitHead)
+};
+struct HotState {
+  const UOp *repl = nullptr; ///< the node's final result (tinygrad's replace dict)
+  uint32_t gen = 0;
+  uint8_t flags = 0;
 };
 struct ColdState {
   const UOp *bpm = nullptr;  ///< cached node-first result: null = not tried yet, else a result, kNoRewrite or kGated
   uint32_t waitHead = kNone; ///< entries waiting for the node's result (index into Rewriter::waits_)
   uint32_t stamp = 0;        ///< last node-first fixed-point loop that passed here (cycle check)
+  uint32_t gen = 0;
 };
 
 /// FUNCTION bodies and opaque CALL bodies are not rewritten unless enterCalls (tinygrad's _OPAQUE_CALL_BODIES).
@@ -52,34 +60,54 @@ bool hasOpaqueBody(const UOp *u) {
          b == Op::CUSTOM_FUNCTION;
 }
 
+struct Entry {
+  const UOp *n;   ///< the node whose result this entry works towards
+  const UOp *nn;  ///< its current form
+  uint32_t depth; ///< rule applications so far that made new nodes, along this chain
+  uint8_t stage;
+};
+struct Waiter {
+  Entry e;
+  uint32_t next;
+};
+
+/// The tables and buffers of one graphRewrite call, kept by the Context between calls.
+struct RewriteScratch : Context::ScratchBase {
+  StampedTable<HotState> hot;
+  StampedTable<ColdState> cold;
+  std::vector<Entry> stack;
+  std::vector<Waiter> waits;
+  std::vector<const UOp *> tmp;
+};
+
 class Rewriter {
 public:
-  Rewriter(Context &ctx, const RewriteOptions &o) : ctx_(ctx), o_(o), start_(uint32_t(ctx.numNodes())) {
-    if (const size_t n = ctx.numNodes()) { // size the hot tables once for the input
-      repl_[ctx.node(n - 1)];
-      flags_[ctx.node(n - 1)];
-    }
+  Rewriter(Context &ctx, const RewriteOptions &o)
+      : ctx_(ctx), o_(o), start_(uint32_t(ctx.numNodes())), sc_(ctx), hot_(sc_->hot), cold_(sc_->cold),
+        stack_(sc_->stack), waits_(sc_->waits), tmp_(sc_->tmp) {
+    hot_.clear();
+    cold_.clear();
+    stack_.clear();
+    waits_.clear();
+  }
+  ~Rewriter() {
+    hot_.flushStats(ctx_.scratchStats());
+    cold_.flushStats(ctx_.scratchStats());
   }
   const UOp *unified(const UOp *root);
   const UOp *walk(const UOp *root);
 
 private:
-  struct Entry {
-    const UOp *n;  ///< the node whose result this entry works towards
-    const UOp *nn; ///< its current form
-    uint32_t depth; ///< rule applications so far that made new nodes, along this chain
-    uint8_t stage;
-  };
-  struct Waiter {
-    Entry e;
-    uint32_t next;
-  };
-
   // these may grow their table: do not hold a reference across a call that may make nodes
-  const UOp *&R(const UOp *u) { return repl_[u]; }
-  uint8_t &F(const UOp *u) { return flags_[u]; }
-  ColdState &C(const UOp *u) { return cold_[u]; }
+  const UOp *&R(const UOp *u) { return hot_.at(u).repl; }
+  uint8_t &F(const UOp *u) { return hot_.at(u).flags; }
+  ColdState &C(const UOp *u) { return cold_.at(u); }
   bool isNew(const UOp *u) const { return u->index >= start_; }
+  /// 1 when u's src(0) is a body kept as it is (not enterCalls), else 0: the index of the first source
+  /// to rewrite. Decided per edge, not per node: the same node reached as an ordinary source elsewhere
+  /// is rewritten there (tinygrad marks the body itself as its own result, which then also holds on the
+  /// other paths, or not, depending on which the walk meets first).
+  uint32_t keptBody(const UOp *u) const { return !o_.enterCalls && hasOpaqueBody(u) ? 1 : 0; }
   void push(const Entry &e) { stack_.push_back(e); }
   void stage0(const Entry &e);
   void stage1(const Entry &e);
@@ -104,15 +132,15 @@ private:
   Context &ctx_;
   const RewriteOptions &o_;
   uint32_t start_; ///< nodes with an index from here on were made during this call
-  NodeMap<const UOp *> repl_{nullptr}; ///< the node's final result (tinygrad's replace dict)
-  NodeMap<uint8_t> flags_{0};
-  NodeMap<ColdState> cold_;
-  std::vector<Entry> stack_;
-  std::vector<Waiter> waits_;
+  Context::Scratch<RewriteScratch> sc_;
+  StampedTable<HotState> &hot_;
+  StampedTable<ColdState> &cold_;
+  std::vector<Entry> &stack_;
+  std::vector<Waiter> &waits_;
+  std::vector<const UOp *> &tmp_; ///< scratch: rewritten sources
   uint32_t freeWait_ = kNone;
   uint32_t loopStamp_ = 0;
   const UOp *lastBlocked_ = nullptr; ///< last node whose result waited for its new form's result
-  std::vector<const UOp *> tmp_; ///< scratch: rewritten sources
 };
 
 const UOp *Rewriter::nodeFirst(const UOp *u, bool &gated) {
@@ -183,8 +211,8 @@ void Rewriter::stage0(const Entry &e) {
     }
   }
   push({n, nn, depth, 1});
-  if (!o_.enterCalls && hasOpaqueBody(nn)) finish(nn->src(0), nn->src(0)); // the body stays as it is
-  for (uint32_t i = nn->nsrc; i-- > 0;) {
+  // an opaque body stays as it is under this node: it is not queued (see keptBody)
+  for (uint32_t i = nn->nsrc, first = keptBody(nn); i-- > first;) {
     const UOp *x = nn->src(i);
     if (!(F(x) & kStarted)) push({x, x, isNew(x) ? depth : 0, 0});
   }
@@ -193,7 +221,10 @@ void Rewriter::stage0(const Entry &e) {
 void Rewriter::stage1(const Entry &e) {
   tmp_.clear();
   bool same = true;
-  for (const UOp *x : e.nn->src()) {
+  const uint32_t kept = keptBody(e.nn);
+  if (kept) tmp_.push_back(e.nn->src(0));
+  for (uint32_t i = kept; i < e.nn->nsrc; ++i) {
+    const UOp *x = e.nn->src(i);
     const UOp *r = R(x);
     if (!r) return wait(x, e);
     tmp_.push_back(r);
@@ -250,13 +281,14 @@ const UOp *Rewriter::walk(const UOp *root) {
         }
       }
       push({n, n, 0, 1});
-      if (!o_.enterCalls && hasOpaqueBody(n)) R(n->src(0)) = n->src(0);
-      for (uint32_t i = n->nsrc; i-- > 0;)
+      for (uint32_t i = n->nsrc, first = keptBody(n); i-- > first;)
         if (!R(n->src(i))) push({n->src(i), n->src(i), 0, 0});
     } else {
       tmp_.clear();
-      for (const UOp *x : n->src()) {
-        const UOp *r = R(x);
+      const uint32_t kept = keptBody(n);
+      if (kept) tmp_.push_back(n->src(0));
+      for (uint32_t i = kept; i < n->nsrc; ++i) {
+        const UOp *x = n->src(i), *r = R(x);
         tmp_.push_back(r ? r : x);
       }
       const UOp *nn = ctx_.withSrc(n, tmp_);
@@ -267,6 +299,14 @@ const UOp *Rewriter::walk(const UOp *root) {
   }
   return R(root);
 }
+
+struct SubstituteSlot {
+  const UOp *to = nullptr;
+  uint32_t gen = 0;
+};
+struct SubstituteScratch : Context::ScratchBase {
+  StampedTable<SubstituteSlot> table;
+};
 
 } // namespace
 
@@ -285,16 +325,22 @@ const UOp *graphRewrite(Context &ctx, const UOp *root, const RuleSet &rules, Rew
 
 const UOp *substitute(Context &ctx, const UOp *root, const std::unordered_map<const UOp *, const UOp *> &map,
                       bool enterCalls) {
-  NodeMap<const UOp *> table(nullptr);
+  Context::Scratch<SubstituteScratch> sc(ctx);
+  StampedTable<SubstituteSlot> &table = sc->table;
+  table.clear();
   bool any = false;
   for (const auto &[from, to] : map)
     if (from != to) {
-      table[from] = to;
+      table.at(from).to = to;
       any = true;
     }
+  table.flushStats(ctx.scratchStats());
   if (!any) return root;
   static const RuleSet lookup{
-      rule(var(), [](Match &m) { return m.user<NodeMap<const UOp *>>().get(m.root()); }), // x -> map[x]
+      rule(var(), [](Match &m) { // x -> map[x]
+        const SubstituteSlot *s = m.user<StampedTable<SubstituteSlot>>().find(m.root());
+        return s ? s->to : nullptr;
+      }),
   };
   RewriteOptions o;
   o.nodeFirst = &lookup;

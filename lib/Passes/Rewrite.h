@@ -15,10 +15,16 @@
 //  - nodes referenced from args (ArgKind::UOpRef): they are not sources, so they are kept as they are
 //    (a pass that must rewrite them rebuilds the arg itself);
 //  - the body (src[0]) of FUNCTION, and of CALL when it is a SINK, PROGRAM, LINEAR, COPY, SLICE or
-//    CUSTOM_FUNCTION, unless enterCalls is set (tinygrad's enter_calls=False).
+//    CUSTOM_FUNCTION, unless enterCalls is set (tinygrad's enter_calls=False). This holds for the edge from
+//    the call to its body: the same node reached as an ordinary source of another node is rewritten there
+//    (tinygrad records the body as its own result, which leaks to the other paths when the walk meets the
+//    call first).
 //
-// Cost: each call sizes its side tables by the Context's node count (9 bytes a node), not by the graph's,
-// so a rewrite of a small graph in a Context of millions of nodes pays milliseconds for them.
+// Cost: O(nodes the call touches), whatever the Context's size. The side tables are generation-stamped
+// dense tables (StampedTable, 16 + 24 bytes a node) that the Context keeps between calls (Context::Scratch):
+// starting a call is O(1), and their growth to the Context's size is paid once, not per call. A rewrite
+// function that calls graphRewrite (or substitute) gets a table set of its own, so nesting is safe; the
+// Context keeps one set per nesting depth reached. Context::scratchStats() counts the slots touched.
 //
 // A rule set that never settles (a -> b -> a, or x -> f(x) forever) throws
 // Error("rewrite did not reach a fixed point at ...") rather than hanging: see maxRewritesPerNode.
@@ -77,6 +83,9 @@ const UOp *graphRewrite(Context &ctx, const UOp *root, const RewriteOptions &opt
 /// UOp.substitute, walk form). A key is looked up on the original nodes, before their sources are
 /// replaced; values are inserted as they are and are not searched for keys, so {x: x+1} is fine and
 /// {a: b, b: c} maps a to b (tinygrad's default, walk=False, would chain a to c and cannot do {x: x+1}).
+/// So a value that contains another key keeps that key reachable: when replacing several nodes that
+/// depend on each other (a CALL and a later CALL that reads it through AFTER), build each value on the
+/// already substituted graph, or substitute again.
 /// Bodies of calls are left alone unless enterCalls.
 const UOp *substitute(Context &ctx, const UOp *root, const std::unordered_map<const UOp *, const UOp *> &map,
                       bool enterCalls = false);

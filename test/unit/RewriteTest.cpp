@@ -371,3 +371,122 @@ TEST_CASE("rewrite: substitute replaces nodes and rebuilds their users", "[rewri
   std::unordered_map<const UOp *, const UOp *> m{{y, x}};
   CHECK(substitute(c, sink, m) == c.make(Op::SINK, DType::Void, {x, x}));
 }
+
+namespace {
+/// True when `needle` is reachable from `root` through sources (call bodies included).
+bool reachable(const UOp *root, const UOp *needle) {
+  for (const UOp *u : toposort(root))
+    if (u == needle) return true;
+  return false;
+}
+} // namespace
+
+TEST_CASE("rewrite: substitute of a node reached through several parents leaves no path to it", "[rewrite]") {
+  Context c;
+  const UOp *x = leaf(c, "x"), *y = leaf(c, "y"), *a = leaf(c, "a"), *b = leaf(c, "b");
+  // x under two different parents, one of them also under the other, and x directly under the root
+  const UOp *p1 = bin(c, Op::ADD, x, a), *p2 = bin(c, Op::MUL, b, x);
+  const UOp *p3 = bin(c, Op::SUB, p1, p2);
+  const UOp *root = c.make(Op::SINK, DType::Void, {p3, p2, x, p1});
+  REQUIRE(reachable(root, x));
+  const UOp *r = substitute(c, root, {{x, y}});
+  CHECK_FALSE(reachable(r, x));
+  const UOp *q1 = bin(c, Op::ADD, y, a), *q2 = bin(c, Op::MUL, b, y);
+  CHECK(r == c.make(Op::SINK, DType::Void, {bin(c, Op::SUB, q1, q2), q2, y, q1}));
+
+  // kernels: CALLs whose result is ordered through AFTER, the first one reached directly and through
+  // the AFTER the second kernel reads
+  const UOp *buf = c.make(Op::PARAM, DType::Int32, {}, c.argString("buf"));
+  const UOp *k1 = c.make(Op::SINK, DType::Void, {a}), *k2 = c.make(Op::SINK, DType::Void, {b});
+  const UOp *call1 = c.make(Op::CALL, DType::Void, {k1, buf});
+  const UOp *after1 = c.make(Op::AFTER, DType::Int32, {buf, call1});
+  const UOp *call2 = c.make(Op::CALL, DType::Void, {k2, after1});
+  const UOp *after2 = c.make(Op::AFTER, DType::Int32, {after1, call2});
+  const UOp *graph = c.make(Op::SINK, DType::Void, {after2, call1, after1});
+  const UOp *newCall1 = c.make(Op::CALL, DType::Void, {c.make(Op::SINK, DType::Void, {y}), buf});
+  for (bool enter : {false, true}) {
+    const UOp *g = substitute(c, graph, {{call1, newCall1}}, enter);
+    CHECK_FALSE(reachable(g, call1));
+    CHECK(reachable(g, newCall1));
+    // both CALLs replaced: the second one's replacement is built on the new graph, so neither old
+    // CALL is left
+    const UOp *g2 = substitute(c, graph, {{call1, newCall1}, {call2, c.make(Op::CALL, DType::Void, {k1, after1})}}, enter);
+    CHECK_FALSE(reachable(g2, call2));
+    // ...but a value is inserted as it is: one that holds another key keeps that key reachable (a
+    // caller replacing several nodes must build each value on the substituted sources, or substitute twice)
+    CHECK(reachable(g2, call1));
+    CHECK_FALSE(reachable(substitute(c, g2, {{call1, newCall1}}, enter), call1));
+  }
+
+  // a node that is an opaque call body and also an ordinary source elsewhere: the body is kept, the
+  // other path is replaced, whichever the walk meets first
+  const UOp *kNew = c.make(Op::SINK, DType::Void, {y});
+  for (int order = 0; order < 2; ++order) {
+    const UOp *call = c.make(Op::CALL, DType::Void, {k1, buf});
+    const UOp *user = c.make(Op::NOOP, DType::Void, {k1});
+    const UOp *g = order ? c.make(Op::SINK, DType::Void, {call, user}) : c.make(Op::SINK, DType::Void, {user, call});
+    const UOp *want = order ? c.make(Op::SINK, DType::Void, {call, c.make(Op::NOOP, DType::Void, {kNew})})
+                            : c.make(Op::SINK, DType::Void, {c.make(Op::NOOP, DType::Void, {kNew}), call});
+    CHECK(substitute(c, g, {{k1, kNew}}) == want);
+    // and a key inside such a body is replaced on the other paths only
+    const UOp *user2 = c.make(Op::NOOP, DType::Void, {a});
+    const UOp *g2 = order ? c.make(Op::SINK, DType::Void, {call, user2}) : c.make(Op::SINK, DType::Void, {user2, call});
+    const UOp *want2 = order ? c.make(Op::SINK, DType::Void, {call, c.make(Op::NOOP, DType::Void, {y})})
+                             : c.make(Op::SINK, DType::Void, {c.make(Op::NOOP, DType::Void, {y}), call});
+    CHECK(substitute(c, g2, {{a, y}}) == want2);
+  }
+}
+
+TEST_CASE("rewrite: a call costs O(nodes touched), not O(nodes of the Context)", "[rewrite]") {
+  Context c;
+  const UOp *x = leaf(c, "x");
+  // a 10-node graph made first (low indices), then 1,000,000 unrelated nodes, then a 10-node graph
+  // made last (high indices)
+  auto small = [&](const char *name) {
+    const UOp *e = leaf(c, name);
+    for (int i = 0; i < 4; ++i) e = bin(c, Op::ADD, bin(c, Op::ADD, e, i32(c, 0)), x); // e+0 folds away
+    return e;
+  };
+  const UOp *early = small("early");
+  const UOp *cur = x;
+  while (c.numNodes() < 1000000) cur = c.make(Op::NEG, DType::Int32, {cur});
+  const UOp *late = small("late");
+  REQUIRE(toposort(late).size() <= 12);
+
+  auto want = [&](const char *name) {
+    const UOp *e = leaf(c, name);
+    for (int i = 0; i < 4; ++i) e = bin(c, Op::ADD, e, x);
+    return e;
+  };
+  const UOp *wantEarly = want("early"), *wantLate = want("late");
+  // a rule that rewrites the sub-expression it sees with a nested graphRewrite (as the simplifier
+  // does): the nested call must not disturb the outer call's tables
+  static const RuleSet nested{
+      rule(pat(Op::ADD).src(var("a"), var("b")), [](Match &m) -> const UOp * {
+        if (m.root()->src(1)->op != Op::CONST) return nullptr;
+        return graphRewrite(m.ctx(), m["a"], folding(), RewriteMode::SourcesFirst);
+      }),
+  };
+  for (const RuleSet *rules : {&folding(), &nested})
+    for (RewriteMode mode : {RewriteMode::SourcesFirst, RewriteMode::NodeFirst}) {
+      // the first call may grow the Context's scratch tables to its size: amortized over later calls
+      CHECK(graphRewrite(c, late, *rules, mode) == wantLate);
+      Context::ScratchStats before = c.scratchStats();
+      for (int rep = 0; rep < 100; ++rep) {
+        CHECK(graphRewrite(c, late, *rules, mode) == wantLate);
+        CHECK(graphRewrite(c, early, *rules, mode) == wantEarly);
+      }
+      const Context::ScratchStats &after = c.scratchStats();
+      INFO("slots reset " << after.slotsReset - before.slotsReset << ", grown " << after.slotsGrown - before.slotsGrown);
+      CHECK(after.slotsReset - before.slotsReset <= 200 * 2 * 40); // two tables, ~20 nodes a call, some slack
+      CHECK(after.slotsGrown == before.slotsGrown);                // tables reused, not reallocated
+      CHECK(after.created == before.created);
+    }
+  // substitute and toposort too
+  const UOp *y = leaf(c, "y");
+  CHECK(reachable(substitute(c, late, {{x, y}}), y));
+  Context::ScratchStats before = c.scratchStats();
+  for (int rep = 0; rep < 100; ++rep) CHECK(reachable(substitute(c, late, {{x, y}}), y));
+  CHECK(c.scratchStats().slotsReset - before.slotsReset <= 100 * 3 * 40);
+  CHECK(c.scratchStats().slotsGrown == before.slotsGrown);
+}
