@@ -11,3 +11,5 @@ for b in "$BUILD"/bench_*; do
 done
 echo "== compile time against tinygrad (schedule_s + codegen_s)"
 /usr/bin/python3 bench/compile_vs_tinygrad.py --uopc "$BUILD/uopc" --corpus "$CORPUS"
+echo "== rangeify scaling (generated elementwise chains)"
+/usr/bin/python3 bench/rangeify_scaling.py --uopc "$BUILD/uopc"

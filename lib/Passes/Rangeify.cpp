@@ -4,8 +4,10 @@
 //  - consumed more than once (consumes counted as in rangeify2: an EXPAND multiplies its source's
 //    consumption by the expansion factor), for ALU and REDUCE values that live on a device;
 //  - the source of a COPY (a copy moves a buffer), unless it already is one.
-// Then stages that do not pay for themselves are removed, one at a time, re-lowering every kernel after
-// each removal (rangeify2's loop), on the indexing each kernel really does (Rangeify/Lower.h):
+// Then stages that do not pay for themselves are removed, one at a time, first qualifying candidate in
+// topological order (rangeify2's loop), on the indexing each kernel really does (Rangeify/Lower.h); done
+// incrementally (only the kernels and candidates a removal touches are looked at again), with the
+// decisions of re-lowering every kernel after each removal:
 //  - several distinct indexings: recompute when the stage is cheap (recompute_cost <= MAX_RECOMPUTE) and
 //    the consumers' work is at most numel x indexings;
 //  - one indexing: recompute when cheap and no more work than the stage itself, or scalar/small
@@ -47,20 +49,122 @@ std::optional<int64_t> numelOf(ShapeInfo &si, const UOp *u) {
   return n;
 }
 
-bool hasThreefry(const UOp *x, const std::function<bool(const UOp *)> &isMat) {
-  std::unordered_set<const UOp *> seen;
-  std::vector<const UOp *> st{x};
-  while (!st.empty()) {
-    const UOp *u = st.back();
-    st.pop_back();
-    if (!seen.insert(u).second || (u != x && isMat(u))) continue;
-    if (u->op == Op::THREEFRY) return true;
-    for (const UOp *s : u->src()) st.push_back(s);
-  }
-  return false;
-}
-
 bool isWeak(DType dt) { return dt == DType::WeakInt || dt == DType::WeakFloat; }
+
+// What stage removal asks about a candidate's recompute cone (the nodes a kernel inlining it computes,
+// up to materialized values): recomputeCost (capped: only <= kMaxScalarRecompute matters) and whether
+// it holds a THREEFRY. Kept across removals, exactly: a cone only grows when a stage is removed, so a
+// REDUCE or THREEFRY once in it stays; otherwise the answer is composed from the removed candidates the
+// walk meets (their own answers, cached), and dropped when a materialized node the walk stopped at is
+// removed, or when one of the composed answers is.
+class ConeFacts {
+public:
+  static constexpr int64_t kCap = kMaxScalarRecompute + 1;
+  std::function<bool(const UOp *)> isMat, isRemoved;
+  std::function<void(const UOp *)> changed; ///< a staged candidate whose answer was dropped
+
+  std::optional<int64_t> cost(const UOp *x) {
+    if (auto it = cost_.find(x); it != cost_.end()) return it->second;
+    std::vector<const UOp *> inner;
+    std::unordered_set<const UOp *> seen;
+    std::vector<const UOp *> st{x};
+    bool reduce = false;
+    while (!st.empty() && !reduce) {
+      const UOp *u = st.back();
+      st.pop_back();
+      if (!seen.insert(u).second) continue;
+      if (u != x && isMat(u)) {
+        costDeps_.mat[u].push_back(x);
+        continue;
+      }
+      if (u != x && isRemoved(u)) {
+        inner.push_back(u);
+        continue;
+      }
+      if (Lowerer::isBuffer(u) || u->op == Op::AFTER || u->op == Op::CONST || u->op == Op::PARAM) continue;
+      if (u->op == Op::REDUCE) reduce = true;
+      for (const UOp *s : u->src()) st.push_back(s);
+    }
+    std::optional<int64_t> r;
+    bool capped = false;
+    if (!reduce) {
+      r = 0;
+      for (const UOp *i : inner) {
+        auto ci = cost(i);
+        costDeps_.info[i].push_back(x);
+        if (!ci) r.reset();
+        else if (*ci >= kCap) capped = true;
+        if (!r) break;
+      }
+    }
+    if (r && capped) r = kCap;
+    else if (r) r = recomputeCost(x, isMat); // the whole cone: no REDUCE in it (checked above)
+    if (r) r = std::min(*r, kCap);
+    cost_[x] = r;
+    return r;
+  }
+
+  bool threefry(const UOp *x) {
+    if (auto it = tf_.find(x); it != tf_.end()) return it->second;
+    std::vector<const UOp *> inner;
+    std::unordered_set<const UOp *> seen;
+    std::vector<const UOp *> st{x};
+    bool found = false;
+    while (!st.empty() && !found) {
+      const UOp *u = st.back();
+      st.pop_back();
+      if (!seen.insert(u).second) continue;
+      if (u != x && isMat(u)) {
+        tfDeps_.mat[u].push_back(x);
+        continue;
+      }
+      if (u != x && isRemoved(u)) {
+        inner.push_back(u);
+        continue;
+      }
+      if (u->op == Op::THREEFRY) found = true;
+      for (const UOp *s : u->src()) st.push_back(s);
+    }
+    for (size_t i = 0; i < inner.size() && !found; ++i) {
+      found = threefry(inner[i]);
+      tfDeps_.info[inner[i]].push_back(x);
+    }
+    tf_[x] = found;
+    return found;
+  }
+
+  /// `s` is no longer materialized: drop what depended on that.
+  void removed(const UOp *s) {
+    drop(cost_, costDeps_, s);
+    drop(tf_, tfDeps_, s);
+  }
+
+private:
+  struct Deps {
+    std::unordered_map<const UOp *, std::vector<const UOp *>> mat, info;
+  };
+  std::unordered_map<const UOp *, std::optional<int64_t>> cost_;
+  std::unordered_map<const UOp *, bool> tf_;
+  Deps costDeps_, tfDeps_;
+
+  template <typename M> void drop(M &cache, Deps &d, const UOp *s) {
+    std::vector<const UOp *> work;
+    if (auto it = d.mat.find(s); it != d.mat.end()) {
+      work = std::move(it->second);
+      d.mat.erase(it);
+    }
+    while (!work.empty()) {
+      const UOp *t = work.back();
+      work.pop_back();
+      if (!cache.erase(t)) continue;
+      changed(t);
+      if (auto it = d.info.find(t); it != d.info.end()) {
+        work.insert(work.end(), it->second.begin(), it->second.end());
+        d.info.erase(it);
+      }
+    }
+  }
+};
 
 } // namespace
 
@@ -110,99 +214,169 @@ void runRangeify(Graph &g) {
   auto isMat = [&](const UOp *u) {
     return staged.count(u) || u->op == Op::COPY || u->op == Op::CONTIGUOUS || u->op == Op::STAGE;
   };
-  while (true) {
-    Lowerer L(g, si);
-    L.isMaterialized = isMat;
-    L.stateOf = [&](const UOp *u) -> const UOp * {
-      if (Lowerer::isBuffer(u) || u->op == Op::AFTER) return u;
-      return c.make(Op::STAGE, u->dtype, {u}); // a placeholder for the buffer holding u
-    };
-    std::vector<std::optional<int64_t>> works;
-    int kernel = 0;
-    for (const UOp *u : topo) {
-      if (u->op == Op::STORE) {
-        const UOp *base = u->src(0);
-        while (isMovement(base->op)) base = base->src(0);
-        L.beginKernel(kernel++, true);
-        L.lowerStore(u->src(0), u->src(1), base);
-      } else if (staged.count(u) || u->op == Op::CONTIGUOUS || u->op == Op::STAGE) {
-        const UOp *x = staged.count(u) ? u : u->src(0);
-        L.beginKernel(kernel++, true);
-        L.lowerMaterialize(x, c.make(Op::STAGE, u->dtype, {u}));
-      } else {
-        continue;
+  // Stage removal, rangeify2's loop: remove the first candidate (in topological order) that does not pay
+  // for itself, re-decide, until none qualifies. Done incrementally with exactly the same decisions:
+  //  - one Lowerer for the whole loop (ranges numbered globally, so kernels' indexings still differ);
+  //    each kernel keeps the reads of candidates its current lowering does;
+  //  - removing stage s touches only the kernels that read s: a reader that would inline no read of a
+  //    staged candidate (s's own kernel reads none) just forgets its reads of s, any other is re-lowered;
+  //  - a candidate's recompute cost (and THREEFRY) is cached with the materialized nodes its walk stopped
+  //    at, and recomputed only when one of those is removed (its cone only grows when stages go);
+  //  - a candidate is re-evaluated only when its reads or its cost changed: `pending` holds the
+  //    candidates whose verdict is unknown, and every staged candidate outside it does not qualify now,
+  //    so the lowest pending one that qualifies is the one the full loop would remove.
+  std::unordered_map<const UOp *, size_t> candPos;
+  for (size_t i = 0; i < candidates.size(); ++i) candPos.emplace(candidates[i], i);
+  Lowerer L(g, si);
+  L.isMaterialized = isMat;
+  L.stateOf = [&](const UOp *u) -> const UOp * {
+    if (Lowerer::isBuffer(u) || u->op == Op::AFTER) return u;
+    return c.make(Op::STAGE, u->dtype, {u}); // a placeholder for the buffer holding u
+  };
+  struct Kernel {
+    const UOp *node;                  // the STORE, or the staged/CONTIGUOUS/STAGE node
+    std::optional<int64_t> work;
+    std::vector<Use> uses;            // reads of staged candidates in its current lowering
+  };
+  std::vector<Kernel> kernels;
+  std::unordered_map<const UOp *, int> kernelOf; // candidate -> its kernel
+  // candidate -> kernels reading it (with the number of reads)
+  std::unordered_map<const UOp *, std::map<int, int>> readers;
+  auto lowerKernel = [&](int k) {
+    Kernel &K = kernels[static_cast<size_t>(k)];
+    for (const Use &us : K.uses) {
+      auto &m = readers[us.value];
+      if (--m[k] == 0) m.erase(k);
+    }
+    K.uses.clear();
+    const UOp *u = K.node;
+    L.uses.clear();
+    L.beginKernel(k, true);
+    if (u->op == Op::STORE) {
+      const UOp *base = u->src(0);
+      while (isMovement(base->op)) base = base->src(0);
+      L.lowerStore(u->src(0), u->src(1), base);
+    } else {
+      const UOp *x = staged.count(u) ? u : u->src(0);
+      L.lowerMaterialize(x, c.make(Op::STAGE, u->dtype, {u}));
+    }
+    K.work = L.work();
+    for (const Use &us : L.uses)
+      if (candPos.count(us.value) && staged.count(us.value)) {
+        K.uses.push_back(us);
+        ++readers[us.value][k];
       }
-      works.push_back(L.work());
+    L.uses.clear();
+  };
+  for (const UOp *u : topo) {
+    if (u->op == Op::STORE || staged.count(u) || u->op == Op::CONTIGUOUS || u->op == Op::STAGE) {
+      if (candPos.count(u)) kernelOf[u] = static_cast<int>(kernels.size());
+      kernels.push_back(Kernel{u, std::nullopt, {}});
     }
+  }
+  for (size_t k = 0; k < kernels.size(); ++k) lowerKernel(static_cast<int>(k));
 
-    // uses per stage: distinct indexings, each with the kernels it happens in
-    struct Indexing {
-      std::set<int> kernels;
-      bool underReduce = false, constIndex = true;
-    };
-    std::map<const UOp *, std::map<const UOp *, Indexing>> usesOf;
-    for (const Use &us : L.uses) {
-      Indexing &ix = usesOf[us.value][us.key];
-      ix.kernels.insert(us.kernel);
-      ix.underReduce |= us.underReduce;
-      ix.constIndex &= us.constIndex;
+  ConeFacts cone;
+  cone.isMat = isMat;
+  cone.isRemoved = [&](const UOp *u) { return candPos.count(u) && !staged.count(u); };
+  std::set<size_t> pending;
+  cone.changed = [&](const UOp *t) {
+    if (staged.count(t)) pending.insert(candPos.at(t));
+  };
+
+  // uses per stage: distinct indexings, each with the kernels it happens in
+  struct Indexing {
+    std::set<int> kernels;
+    bool underReduce = false, constIndex = true;
+  };
+  auto qualifies = [&](const UOp *s) -> bool {
+    auto rit = readers.find(s);
+    if (rit == readers.end() || rit->second.empty()) return true;
+    std::map<const UOp *, Indexing> idxs;
+    for (auto &[k, cnt] : rit->second)
+      for (const Use &us : kernels[static_cast<size_t>(k)].uses) {
+        if (us.value != s) continue;
+        Indexing &ix = idxs[us.key];
+        ix.kernels.insert(us.kernel);
+        ix.underReduce |= us.underReduce;
+        ix.constIndex &= us.constIndex;
+      }
+    auto numel = numelOf(si, s);
+    if (!numel) return false;
+    auto cost = cone.cost(s);
+    // work per indexing (the seed's recompute_work: each indexing happens in exactly one kernel), and
+    // work per distinct kernel (several sites in one kernel share its output loop)
+    std::optional<int64_t> work = int64_t(0), kernelWork = int64_t(0), maxKernelWork = int64_t(0);
+    std::set<int> kset;
+    bool underReduce = false;
+    for (auto &[k, ix] : idxs) {
+      underReduce |= ix.underReduce;
+      kset.insert(ix.kernels.begin(), ix.kernels.end());
+      if (!work) continue;
+      if (ix.kernels.size() != 1 || !kernels[static_cast<size_t>(*ix.kernels.begin())].work) work.reset();
+      else *work += *kernels[static_cast<size_t>(*ix.kernels.begin())].work;
     }
-    const UOp *remove = nullptr;
-    for (const UOp *s : candidates) {
-      if (!staged.count(s)) continue;
-      auto it = usesOf.find(s);
-      if (it == usesOf.end()) {
-        remove = s;
+    for (int k : kset) {
+      const auto &w = kernels[static_cast<size_t>(k)].work;
+      if (!w || !kernelWork) {
+        kernelWork.reset(), maxKernelWork.reset();
         break;
       }
-      auto &idxs = it->second;
-      auto numel = numelOf(si, s);
-      if (!numel) continue;
-      auto cost = recomputeCost(s, isMat);
-      // work per indexing (the seed's recompute_work: each indexing happens in exactly one kernel), and
-      // work per distinct kernel (several sites in one kernel share its output loop)
-      std::optional<int64_t> work = int64_t(0), kernelWork = int64_t(0), maxKernelWork = int64_t(0);
-      std::set<int> kernels;
-      bool underReduce = false;
-      for (auto &[k, ix] : idxs) {
-        underReduce |= ix.underReduce;
-        kernels.insert(ix.kernels.begin(), ix.kernels.end());
-        if (!work) continue;
-        if (ix.kernels.size() != 1 || !works[static_cast<size_t>(*ix.kernels.begin())]) work.reset();
-        else *work += *works[static_cast<size_t>(*ix.kernels.begin())];
-      }
-      for (int k : kernels) {
-        const auto &w = works[static_cast<size_t>(k)];
-        if (!w || !kernelWork) {
-          kernelWork.reset(), maxKernelWork.reset();
-          break;
-        }
-        *kernelWork += *w;
-        *maxKernelWork = std::max(*maxKernelWork, *w);
-      }
-      int64_t n = static_cast<int64_t>(idxs.size());
-      bool threefry = cost && hasThreefry(s, isMat);
-      bool tiny = cost && *cost <= kMaxScalarRecompute && *numel <= 8 && maxKernelWork && *maxKernelWork <= 8;
-      // read once per output element of its only kernel: inlining duplicates nothing, whatever the cost
-      bool once = cost && kernels.size() == 1 && !underReduce && kernelWork && *kernelWork <= *numel;
-      if (n > 1) {
-        bool cheap = cost && *cost <= kMaxRecompute &&
-                     ((work && *work <= *numel * n) || (kernelWork && *kernelWork <= *numel * n));
-        if (cheap || threefry || tiny) remove = s;
-      } else {
-        const Indexing &ix = idxs.begin()->second;
-        bool scalar = *numel == 1 && cost && *cost <= kMaxScalarRecompute && ix.constIndex;
-        bool small = cost && *cost <= kMaxScalarRecompute && *numel <= 8;
-        if (cost) {
-          if (threefry || scalar || small || once || (*cost <= kMaxRecompute && work && *work <= *numel)) remove = s;
-        } else if (work && !ix.underReduce && *work == *numel) {
-          remove = s;
-        }
-      }
-      if (remove) break;
+      *kernelWork += *w;
+      *maxKernelWork = std::max(*maxKernelWork, *w);
     }
-    if (!remove) break;
-    staged.erase(remove);
+    int64_t n = static_cast<int64_t>(idxs.size());
+    bool threefry = cost && cone.threefry(s);
+    bool tiny = cost && *cost <= kMaxScalarRecompute && *numel <= 8 && maxKernelWork && *maxKernelWork <= 8;
+    // read once per output element of its only kernel: inlining duplicates nothing, whatever the cost
+    bool once = cost && kset.size() == 1 && !underReduce && kernelWork && *kernelWork <= *numel;
+    if (n > 1) {
+      bool cheap = cost && *cost <= kMaxRecompute &&
+                   ((work && *work <= *numel * n) || (kernelWork && *kernelWork <= *numel * n));
+      return cheap || threefry || tiny;
+    }
+    const Indexing &ix = idxs.begin()->second;
+    bool scalar = *numel == 1 && cost && *cost <= kMaxScalarRecompute && ix.constIndex;
+    bool small = cost && *cost <= kMaxScalarRecompute && *numel <= 8;
+    if (cost) return threefry || scalar || small || once || (*cost <= kMaxRecompute && work && *work <= *numel);
+    return work && !ix.underReduce && *work == *numel;
+  };
+
+  for (size_t i = 0; i < candidates.size(); ++i) pending.insert(i);
+  auto dirty = [&](const UOp *t) {
+    if (staged.count(t)) pending.insert(candPos.at(t));
+  };
+  while (!pending.empty()) {
+    const UOp *s = candidates[*pending.begin()];
+    pending.erase(pending.begin());
+    if (!staged.count(s) || !qualifies(s)) continue;
+    // remove s: its kernel goes, its readers inline it
+    staged.erase(s);
+    Kernel &SK = kernels[static_cast<size_t>(kernelOf.at(s))];
+    int sk = kernelOf.at(s);
+    std::vector<Use> inner = std::move(SK.uses);
+    SK.uses.clear();
+    for (const Use &us : inner) {
+      auto &m = readers[us.value];
+      if (--m[sk] == 0) m.erase(sk);
+      dirty(us.value);
+    }
+    std::vector<int> rk;
+    if (auto it = readers.find(s); it != readers.end())
+      for (auto &[k, cnt] : it->second) rk.push_back(k);
+    for (int k : rk) {
+      Kernel &K = kernels[static_cast<size_t>(k)];
+      if (inner.empty()) {
+        K.uses.erase(std::remove_if(K.uses.begin(), K.uses.end(), [&](const Use &us) { return us.value == s; }),
+                     K.uses.end());
+        continue;
+      }
+      for (const Use &us : K.uses) dirty(us.value);
+      lowerKernel(k);
+      for (const Use &us : K.uses) dirty(us.value);
+    }
+    readers.erase(s);
+    cone.removed(s);
   }
 
   // mark what stays: x -> STAGE(x), rebuilt bottom-up so that stages nest
