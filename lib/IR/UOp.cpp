@@ -6,6 +6,9 @@
 #include <bit>
 #include <cstring>
 #include <new>
+#include <sys/mman.h>
+#include <algorithm>
+#include <cstdlib>
 
 namespace uopc {
 namespace {
@@ -24,34 +27,65 @@ uint64_t hashBytes(const char *p, size_t n) {
   return h;
 }
 
-/// Bump allocator: big blocks, never freed one by one.
+/// Memory for big tables and arena blocks: from 2 MiB up it is 2 MiB-aligned and marked for transparent
+/// huge pages, so filling a graph of millions of nodes does not spend its time in page faults.
+constexpr size_t kHuge = size_t(2) << 20;
+void *bigAllocate(size_t bytes) {
+  if (bytes < kHuge) return ::operator new(bytes);
+  size_t rounded = (bytes + kHuge - 1) & ~(kHuge - 1);
+  void *p = std::aligned_alloc(kHuge, rounded);
+  if (!p) throw std::bad_alloc();
+#ifdef MADV_HUGEPAGE
+  ::madvise(p, rounded, MADV_HUGEPAGE);
+#endif
+  return p;
+}
+void bigFree(void *p, size_t bytes) {
+  if (bytes < kHuge) ::operator delete(p);
+  else std::free(p);
+}
+
+/// std::allocator that takes big requests from bigAllocate.
+template <typename T> struct BigAllocator {
+  using value_type = T;
+  BigAllocator() = default;
+  template <typename U> BigAllocator(const BigAllocator<U> &) {}
+  T *allocate(size_t n) { return static_cast<T *>(bigAllocate(n * sizeof(T))); }
+  void deallocate(T *p, size_t n) { bigFree(p, n * sizeof(T)); }
+  template <typename U> bool operator==(const BigAllocator<U> &) const { return true; }
+};
+
+/// Bump allocator: blocks that grow from 64 KiB to 2 MiB (small graphs stay small), never freed one by one.
 class Arena {
 public:
   ~Arena() {
-    for (char *b : blocks_) ::operator delete(b);
+    for (auto [b, size] : blocks_) bigFree(b, size);
   }
   void *allocate(size_t bytes, size_t align) {
     size_t off = (cur_ + align - 1) & ~(align - 1);
     if (blocks_.empty() || off + bytes > blockSize_) {
-      size_t size = bytes > kBlock / 4 ? bytes + align : kBlock;
-      char *b = static_cast<char *>(::operator new(size));
-      total_ += size;
-      if (size != kBlock) { // oversized: its own block, keep bumping the current one
-        blocks_.insert(blocks_.begin(), b);
+      size_t next = blockSize_ == 0 ? kFirstBlock : std::min(blockSize_ * 2, kHuge);
+      if (bytes + align > next / 4) { // oversized: its own block, keep bumping the current one
+        size_t size = bytes + align;
+        char *b = static_cast<char *>(bigAllocate(size));
+        total_ += size;
+        blocks_.insert(blocks_.begin(), {b, size});
         return reinterpret_cast<void *>((reinterpret_cast<uintptr_t>(b) + align - 1) & ~(uintptr_t)(align - 1));
       }
-      blocks_.push_back(b);
-      blockSize_ = size;
+      char *b = static_cast<char *>(bigAllocate(next));
+      total_ += next;
+      blocks_.push_back({b, next});
+      blockSize_ = next;
       off = 0;
     }
     cur_ = off + bytes;
-    return blocks_.back() + off;
+    return blocks_.back().first + off;
   }
   size_t total() const { return total_; }
 
 private:
-  static constexpr size_t kBlock = 1 << 20;
-  std::vector<char *> blocks_;
+  static constexpr size_t kFirstBlock = size_t(64) << 10;
+  std::vector<std::pair<char *, size_t>> blocks_;
   size_t cur_ = 0, blockSize_ = 0, total_ = 0;
 };
 
@@ -87,19 +121,19 @@ private:
     uint64_t hash = 0;
     T *ptr = nullptr;
   };
-  static void place(std::vector<Slot> &slots, T *v) {
+  static void place(std::vector<Slot, BigAllocator<Slot>> &slots, T *v) {
     size_t mask = slots.size() - 1;
     size_t i = v->hash & mask;
     while (slots[i].ptr) i = (i + 1) & mask;
     slots[i] = {v->hash, v};
   }
   void rehash(size_t size) {
-    std::vector<Slot> bigger(size);
+    std::vector<Slot, BigAllocator<Slot>> bigger(size);
     for (const Slot &s : slots_)
       if (s.ptr) place(bigger, s.ptr);
     slots_.swap(bigger);
   }
-  std::vector<Slot> slots_;
+  std::vector<Slot, BigAllocator<Slot>> slots_;
   size_t count_ = 0;
 };
 
