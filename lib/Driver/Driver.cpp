@@ -10,6 +10,7 @@
 #include "Passes/PassManager.h"
 #include "Passes/Schedule.h"
 #include "Targets/CTarget.h"
+#include "Targets/LLVMTarget.h"
 
 #include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -70,7 +71,7 @@ int convertMain(int argc, char **argv) {
   return kExitOk;
 }
 
-bool haveBackend(const std::string &target) { return target == "c"; }
+bool haveBackend(const std::string &target) { return target == "c" || target == "llvm"; }
 
 std::string_view extension(const std::string &target) { return target == "c" ? "c" : target == "llvm" ? "ll" : "ptx"; }
 
@@ -78,10 +79,16 @@ std::string_view extension(const std::string &target) { return target == "c" ? "
 /// records the symbol each exports.
 void emitKernels(Graph &g, const Schedule &s, const std::string &target, std::vector<KernelArtifact> &artifacts,
                  OutputDir &out) {
-  if (target != "c") fail("the '" + target + "' backend is not implemented yet");
+  if (!haveBackend(target)) fail("the '" + target + "' backend is not implemented yet");
   for (size_t i = 0; i < s.steps.size(); ++i) {
     const SchedStep &st = s.steps[i];
     if (st.kind != SchedStep::Kind::Kernel) continue;
+    if (target == "llvm") {
+      EmittedLLVMKernel k = emitLLVMKernel(*g.ctx, st.call, st.deviceNum, artifacts[i].symbol);
+      artifacts[i].symbol = k.symbol;
+      out.write(artifacts[i].file, k.ir);
+      continue;
+    }
     EmittedKernel k = emitCKernel(*g.ctx, st.call, st.deviceNum, artifacts[i].symbol);
     artifacts[i].symbol = k.symbol;
     out.write(artifacts[i].file, k.source);

@@ -2,6 +2,7 @@
 #include "Runtime/Runner.h"
 
 #include "IR/Error.h"
+#include "Targets/LLVMJit.h"
 
 #include <nlohmann/json.hpp>
 
@@ -149,6 +150,8 @@ struct Program {
   std::vector<Var> vars;
   std::vector<Mem> arenas;
   void *handle = nullptr;
+  std::string target = "c";
+  std::unique_ptr<KernelJit> jit; // target llvm: the kernels' modules, run in-process
 
   ~Program() {
     if (handle) dlclose(handle);
@@ -196,8 +199,9 @@ struct Program {
     }
     if (!m.is_object() || m.value("format", "") != "uopc-manifest") fail("'" + path + "' is not a uopc manifest");
     if (m.value("version", 0) != 1) fail("manifest '" + path + "': unsupported version (this uopc-run reads version 1)");
-    std::string target = strField(m, "target", "manifest");
-    if (target != "c") fail("manifest '" + path + "': target '" + target + "' cannot run here (only 'c' is supported)");
+    target = strField(m, "target", "manifest");
+    if (target != "c" && target != "llvm")
+      fail("manifest '" + path + "': target '" + target + "' cannot run here (only 'c' and 'llvm' are supported)");
     for (const Json &d : arrField(m, "devices", "manifest")) {
       devices.push_back(strField(d, "name", "device"));
       arenaBytes.push_back(intField(d, "arena_bytes", "device " + devices.back(), 0));
@@ -309,6 +313,7 @@ struct Program {
     for (const Step &s : steps)
       if (!s.isCopy && std::find(files.begin(), files.end(), s.file) == files.end()) files.push_back(s.file);
     if (files.empty()) return;
+    if (target == "llvm") return jitCompile(files);
     std::string entry = trampolines();
     std::string cc = cCompiler();
     Hasher h;
@@ -336,6 +341,14 @@ struct Program {
       if (!p) fail("the compiled kernels lack " + name + " (" + steps[i].symbol + ")");
       steps[i].entry = reinterpret_cast<Entry>(p);
     }
+  }
+
+  /// Target llvm: every `.ll` module into one ORC JIT, one compiled trampoline per kernel step.
+  void jitCompile(const std::vector<std::string> &files) {
+    jit = std::make_unique<KernelJit>();
+    for (const std::string &f : files) jit->addModule(readWhole((dir / f).string(), "kernel module"), f);
+    for (Step &s : steps)
+      if (!s.isCopy) s.entry = jit->entry(s.symbol, s.args.size(), s.vars.size());
   }
 
   void build(const fs::path &cache, const fs::path &so, const std::string &key, const std::string &entry,

@@ -2,8 +2,9 @@
 // `uopc-run out/manifest.json ...`: compiles the manifest's C kernels with the system C compiler into one
 // shared object (cached by a content hash of the sources and flags), allocates the buffers (the function's
 // parameters per device, and one arena per device for the intermediates), loads the inputs, runs the
-// steps in order (a copy is a memcpy between arenas), and writes the outputs. Errors throw uopc::Error
-// with one clear message.
+// steps in order (a copy is a memcpy between arenas), and writes the outputs. A manifest of target
+// "llvm" names `.ll` modules instead: they are parsed into LLVM's ORC JIT in-process (Targets/LLVMJit.h),
+// with no C compiler and no cache. Errors throw uopc::Error with one clear message.
 #pragma once
 
 #include <cstdint>

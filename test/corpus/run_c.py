@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""End-to-end conformance of the C path: for every corpus case, `uopc graph.json -o OUT` (kernels + manifest),
+"""End-to-end conformance of a kernel target (C by default, or --target llvm): for every corpus case,
+`uopc graph.json -o OUT --target T` (kernels + manifest),
 then `uopc-run OUT/manifest.json --input ... --output ... [--var ...]`, and compare the written buffers with
 tinygrad's own results (`expected` in case.json), the way run_interpret.py does (floats within the case's
 tolerance, NaN equal to NaN, integers and bools exactly).
@@ -33,10 +34,10 @@ def run_case(case_dir: str, args, env) -> tuple:
     tol = case.get("tolerance") or {}
     rtol, atol = float(tol.get("rtol", 0.0)), float(tol.get("atol", 0.0))
     variables = dict(case.get("vars") or {})
-    with tempfile.TemporaryDirectory(prefix="uopc-c-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=f"uopc-{args.target}-") as tmp:
         out = os.path.join(tmp, "out")
         try:
-            proc = subprocess.run([args.uopc, graph, "-o", out, "--target", "c"], capture_output=True, text=True,
+            proc = subprocess.run([args.uopc, graph, "-o", out, "--target", args.target], capture_output=True, text=True,
                                   timeout=args.timeout, env=env)
         except subprocess.TimeoutExpired:
             return "FAIL", f"uopc timed out after {args.timeout}s"
@@ -100,6 +101,7 @@ def main() -> int:
     ap.add_argument("--uopc", required=True, help="the uopc binary")
     ap.add_argument("--uopc-run", required=True, help="the uopc-run binary")
     ap.add_argument("--corpus", default=os.environ.get("UOPC_CORPUS", ""), help="corpus directory (default $UOPC_CORPUS)")
+    ap.add_argument("--target", default="c", choices=["c", "llvm"], help="kernel target (default c)")
     ap.add_argument("--perf", action="store_true", help="also run the perf set")
     ap.add_argument("--filter", default="", help="only cases whose name contains this")
     ap.add_argument("--cache-dir", default="", help="XDG_CACHE_HOME for uopc-run's compiled kernels (default: inherited)")
@@ -109,7 +111,7 @@ def main() -> int:
     args = ap.parse_args()
 
     if not args.corpus or not os.path.isdir(args.corpus):
-        print(f"SKIP corpus-c: no corpus at '{args.corpus}' (set UOPC_CORPUS or put it at ../shared/corpus)")
+        print(f"SKIP corpus-{args.target}: no corpus at '{args.corpus}' (set UOPC_CORPUS or put it at ../shared/corpus)")
         print("0 passed, 0 failed, 1 skipped")
         return 0
     env = dict(os.environ)

@@ -1,0 +1,977 @@
+//===- LLVMEmitter.cpp - renders one kernel CALL as an LLVM IR module (IRBuilder) ===//
+// The structure of the C emitter (C/CEmitter.cpp), block for block: each END opens one loop per RANGE, each
+// node is built once in the innermost loop level that all its ranges are open in, a REDUCE gets an
+// accumulator and its own loops, every value carries a validity flag (nullptr = always valid). A loop level
+// is a chain of basic blocks: while a child loop is open, the level's instructions go before the branch
+// into it (the C emitter's "insert before the open child"); when the child closes, they go on in its exit
+// block. Loop counters and accumulators live in allocas that -O2's mem2reg turns into phis.
+#include "Targets/LLVMTarget.h"
+
+#include "IR/Error.h"
+#include "IR/Range.h"
+#include "IR/Records.h"
+#include "IR/ScalarOps.h"
+#include "Passes/Symbolic/Symbolic.h"
+#include "Targets/CTarget.h"
+
+#include <llvm/Analysis/CGSCCPassManager.h>
+#include <llvm/Analysis/LoopAnalysisManager.h>
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/PassManager.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/TargetParser/Host.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <span>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace uopc {
+namespace {
+
+using interp::Word;
+using llvm::Value;
+
+[[noreturn]] void failAt(const UOp *u, const std::string &msg) {
+  fail("LLVM target: UOp #" + std::to_string(u->index) + " (" + std::string(opName(u->op)) + "): " + msg);
+}
+
+bool supportedDType(DType dt) {
+  switch (dt) {
+  case DType::Bool: case DType::Int8: case DType::UInt8: case DType::Int16: case DType::UInt16: case DType::Int32:
+  case DType::UInt32: case DType::Int64: case DType::UInt64: case DType::WeakInt: case DType::Float16:
+  case DType::BFloat16: case DType::Float32: case DType::Float64: case DType::WeakFloat:
+    return true;
+  default: return false;
+  }
+}
+bool isF(DType dt) { return isFloat(dt); }
+bool isSingle(DType dt) { return dt == DType::Float32 || dt == DType::Float16 || dt == DType::BFloat16; }
+bool isHalf(DType dt) { return dt == DType::Float16 || dt == DType::BFloat16; }
+/// Signed integers (weakint included); bool and unsigned integers are extended with zeros.
+bool isSignedInt(DType dt) { return isInt(dt) && !isUnsigned(dt); }
+
+/// A value and its validity (nullptr: always valid).
+struct Val {
+  Value *v = nullptr, *ok = nullptr;
+};
+
+/// One loop level: its blocks, its counter and its memo (the C emitter's Block).
+struct Level {
+  const UOp *range = nullptr;
+  llvm::BasicBlock *cur = nullptr;    ///< where this level's instructions go (before its terminator, if any)
+  llvm::BasicBlock *header = nullptr; ///< the loop's condition block
+  llvm::BasicBlock *exit = nullptr;   ///< where the enclosing level goes on once this loop closes
+  llvm::AllocaInst *counter = nullptr;
+  std::unordered_map<const UOp *, Val> memo;
+};
+
+struct Emitter {
+  Context &ctx;
+  SymbolicCtx sc;
+  int64_t deviceNum;
+  llvm::LLVMContext &lc;
+  llvm::Module &mod;
+  llvm::IRBuilder<> b;
+  llvm::Function *fn = nullptr;
+  llvm::BasicBlock *entry = nullptr;
+  std::vector<std::unique_ptr<Level>> levels;
+  std::vector<Level *> stack;
+  std::unordered_map<const UOp *, std::vector<const UOp *>> freeRanges; // sorted by pointer
+  std::map<int64_t, DType> slotDType;
+  std::set<int64_t> written;
+  std::map<std::string, std::string> varArgs;
+  std::map<std::string, Value *> varValues;
+  std::map<int64_t, Value *> bufArgs;
+  std::set<std::string> opsUsed;
+
+  Emitter(Context &c, int64_t dev, llvm::Module &m) : ctx(c), deviceNum(dev), lc(m.getContext()), mod(m), b(lc) {}
+
+  // ---- analysis (as the C emitter) -------------------------------------------------------------------
+  static bool interpScalar(const UOp *u) {
+    return u->nsrc == 0 || (u->src(0)->op == Op::STACK && u->src(0)->nsrc == 0);
+  }
+  void analyze(const UOp *body) {
+    for (const UOp *u : toposort(body)) {
+      std::vector<const UOp *> rs;
+      if (u->op == Op::RANGE) rs.push_back(u);
+      for (const UOp *s : u->src()) {
+        auto &sr = freeRanges[s];
+        rs.insert(rs.end(), sr.begin(), sr.end());
+      }
+      if (u->op == Op::REDUCE || u->op == Op::END)
+        for (const UOp *r : u->src().subspan(1)) rs.erase(std::remove(rs.begin(), rs.end(), r), rs.end());
+      std::sort(rs.begin(), rs.end());
+      rs.erase(std::unique(rs.begin(), rs.end()), rs.end());
+      freeRanges[u] = std::move(rs);
+      if (!supportedDType(u->dtype) && u->dtype != DType::Void)
+        failAt(u, "dtype " + std::string(dtypeName(u->dtype)) + " is not supported");
+      if (u->op == Op::CUSTOM || u->op == Op::CUSTOMI) failAt(u, "CUSTOM ops are not rendered");
+      if (u->op == Op::PARAM) {
+        ParamArg pa = ParamArg::decode(u->arg);
+        if (interpScalar(u)) {
+          if (!pa.name) failAt(u, "a scalar PARAM without a name");
+          if (*pa.name != "_device_num") varArgs[*pa.name] = "var_" + sanitizeCName(*pa.name);
+        } else {
+          slotDType[pa.slot] = u->dtype;
+        }
+      }
+      if (u->op == Op::STORE && u->src(0)->op == Op::INDEX && u->src(0)->src(0)->op == Op::PARAM)
+        written.insert(ParamArg::decode(u->src(0)->src(0)->arg).slot);
+    }
+  }
+
+  // ---- types and constants ---------------------------------------------------------------------------
+  llvm::Type *computeType(DType dt) {
+    switch (dt) {
+    case DType::Bool: return b.getInt1Ty();
+    case DType::Int8: case DType::UInt8: return b.getInt8Ty();
+    case DType::Int16: case DType::UInt16: return b.getInt16Ty();
+    case DType::Int32: case DType::UInt32: return b.getInt32Ty();
+    case DType::Int64: case DType::UInt64: case DType::WeakInt: return b.getInt64Ty();
+    case DType::Float16: case DType::BFloat16: case DType::Float32: return b.getFloatTy();
+    case DType::Float64: case DType::WeakFloat: return b.getDoubleTy();
+    default: fail("LLVM target: dtype " + std::string(dtypeName(dt)) + " is not supported");
+    }
+  }
+  llvm::Type *storageType(DType dt) {
+    if (dt == DType::Bool) return b.getInt8Ty();
+    if (isHalf(dt)) return b.getInt16Ty();
+    return computeType(dt);
+  }
+  Value *literal(DType dt, Word w) {
+    llvm::Type *T = computeType(dt);
+    if (isF(dt)) return llvm::ConstantFP::get(T, interp::asDouble(w));
+    if (dt == DType::Bool) return b.getInt1(w != 0);
+    return llvm::ConstantInt::get(T, w);
+  }
+  Value *zeroOf(DType dt) { return literal(dt, isF(dt) ? interp::fromDouble(0) : 0); }
+  Val constant(const UOp *u) {
+    const Arg *a = u->arg;
+    DType dt = u->dtype;
+    switch (a ? a->kind : ArgKind::Invalid) {
+    case ArgKind::Invalid: return {zeroOf(dt), b.getFalse()};
+    case ArgKind::Bool: return {literal(dt, interp::intToWord(dt, a->b())), nullptr};
+    case ArgKind::Int: return {literal(dt, interp::intToWord(dt, a->i())), nullptr};
+    case ArgKind::UInt: return {literal(dt, interp::uintToWord(dt, a->u())), nullptr};
+    case ArgKind::Float: return {literal(dt, interp::floatToWord(dt, a->f())), nullptr};
+    default: failAt(u, "unsupported constant");
+    }
+  }
+  Value *andOk(Value *x, Value *y) {
+    if (!x || x == y) return y;
+    if (!y) return x;
+    return b.CreateAnd(x, y);
+  }
+  Value *i64(uint64_t v) { return b.getInt64(v); }
+  /// An integer value of dtype dt as 64 bits (sign-extended when dt is signed).
+  Value *ext64(Value *v, DType dt) {
+    if (v->getType()->getIntegerBitWidth() == 64) return v;
+    return isSignedInt(dt) ? b.CreateSExt(v, b.getInt64Ty()) : b.CreateZExt(v, b.getInt64Ty());
+  }
+  /// A 64-bit integer narrowed to dt the C way: wrapped, bool nonzero.
+  Value *narrow(Value *v, DType dt) {
+    if (dt == DType::Bool) return b.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0));
+    return b.CreateZExtOrTrunc(v, computeType(dt));
+  }
+  Value *toDouble(Value *v, DType dt) {
+    if (v->getType()->isDoubleTy()) return v;
+    if (v->getType()->isFloatTy()) return b.CreateFPExt(v, b.getDoubleTy());
+    return isSignedInt(dt) ? b.CreateSIToFP(v, b.getDoubleTy()) : b.CreateUIToFP(v, b.getDoubleTy());
+  }
+  Value *toFloat(Value *v, DType dt) {
+    if (v->getType()->isFloatTy()) return v;
+    if (v->getType()->isDoubleTy()) return b.CreateFPTrunc(v, b.getFloatTy());
+    return isSignedInt(dt) ? b.CreateSIToFP(v, b.getFloatTy()) : b.CreateUIToFP(v, b.getFloatTy());
+  }
+  Value *intrinsic(llvm::Intrinsic::ID id, std::vector<Value *> args) {
+    llvm::Function *f = llvm::Intrinsic::getDeclaration(&mod, id, {args[0]->getType()});
+    return b.CreateCall(f, args);
+  }
+
+  // ---- the C prelude's helpers, as IR ----------------------------------------------------------------
+  /// float16 bits (i16) of a double, round to nearest even, overflow to inf (uopc_f16_bits).
+  Value *f16Bits(Value *x) {
+    Value *bits = b.CreateBitCast(x, b.getInt64Ty());
+    Value *sign = b.CreateSelect(b.CreateICmpSLT(bits, i64(0)), b.getInt16(0x8000), b.getInt16(0));
+    Value *a = intrinsic(llvm::Intrinsic::fabs, {x});
+    Value *abits = b.CreateBitCast(a, b.getInt64Ty());
+    // frexp(a).e - 1 = the unbiased exponent; clamped below at -14 (subnormal doubles included)
+    Value *bexp = b.CreateTrunc(b.CreateLShr(abits, 52), b.getInt32Ty());
+    Value *ex = b.CreateSub(bexp, b.getInt32(1023));
+    ex = b.CreateSelect(b.CreateICmpSLT(ex, b.getInt32(-14)), b.getInt32(-14), ex);
+    // q = 2^(ex - 10), exactly, from its bits
+    Value *qe = b.CreateAdd(b.CreateSub(ex, b.getInt32(10)), b.getInt32(1023));
+    Value *q = b.CreateBitCast(b.CreateShl(b.CreateZExt(qe, b.getInt64Ty()), 52), b.getDoubleTy());
+    Value *r = b.CreateFMul(intrinsic(llvm::Intrinsic::nearbyint, {b.CreateFDiv(a, q)}), q);
+    Value *rbits = b.CreateBitCast(r, b.getInt64Ty());
+    // subnormal result: r * 2^24 (an integer below 1024)
+    Value *sub = b.CreateFPToUI(b.CreateFMul(r, llvm::ConstantFP::get(b.getDoubleTy(), 16777216.0)), b.getInt16Ty());
+    // normal: biased exponent (e - 1 + 15) << 10 | the 10 mantissa bits below the leading one
+    Value *re = b.CreateSub(b.CreateTrunc(b.CreateLShr(rbits, 52), b.getInt16Ty()), b.getInt16(1023 - 15));
+    Value *mant = b.CreateTrunc(b.CreateAnd(b.CreateLShr(rbits, 42), i64(0x3ff)), b.getInt16Ty());
+    Value *normal = b.CreateOr(b.CreateShl(re, 10), mant);
+    Value *v = b.CreateSelect(b.CreateFCmpOLT(r, llvm::ConstantFP::get(b.getDoubleTy(), std::ldexp(1.0, -14))), sub, normal);
+    v = b.CreateSelect(b.CreateFCmpOGT(r, llvm::ConstantFP::get(b.getDoubleTy(), 65504.0)), b.getInt16(0x7c00), v);
+    v = b.CreateSelect(b.CreateFCmpOEQ(a, llvm::ConstantFP::get(b.getDoubleTy(), 0.0)), b.getInt16(0), v);
+    v = b.CreateSelect(b.CreateFCmpOEQ(a, llvm::ConstantFP::getInfinity(b.getDoubleTy())), b.getInt16(0x7c00), v);
+    v = b.CreateSelect(b.CreateFCmpUNO(x, x), b.getInt16(0x7e00), v);
+    return b.CreateOr(sign, v);
+  }
+  /// The float value of float16 bits (uopc_f16_value).
+  Value *f16Value(Value *h) {
+    Value *h32 = b.CreateZExt(h, b.getInt32Ty());
+    Value *ex = b.CreateAnd(b.CreateLShr(h32, 10), b.getInt32(0x1f));
+    Value *mant = b.CreateAnd(h32, b.getInt32(0x3ff));
+    llvm::Type *F = b.getFloatTy();
+    Value *sub = b.CreateFMul(b.CreateUIToFP(mant, F), llvm::ConstantFP::get(F, std::ldexp(1.0, -24)));
+    // 2^(ex - 25) from its bits (ex in 1..30: a normal float)
+    Value *scale = b.CreateBitCast(b.CreateShl(b.CreateAdd(ex, b.getInt32(127 - 25)), 23), F);
+    Value *norm = b.CreateFMul(b.CreateUIToFP(b.CreateAdd(mant, b.getInt32(1024)), F), scale);
+    Value *special = b.CreateSelect(b.CreateICmpNE(mant, b.getInt32(0)), llvm::ConstantFP::getNaN(F),
+                                    llvm::ConstantFP::getInfinity(F));
+    Value *v = b.CreateSelect(b.CreateICmpEQ(ex, b.getInt32(0)), sub,
+                              b.CreateSelect(b.CreateICmpEQ(ex, b.getInt32(31)), special, norm));
+    return b.CreateSelect(b.CreateICmpNE(b.CreateAnd(h32, b.getInt32(0x8000)), b.getInt32(0)), b.CreateFNeg(v), v);
+  }
+  Value *isFiniteBits32(Value *u) {
+    return b.CreateICmpNE(b.CreateAnd(u, b.getInt32(0x7f800000)), b.getInt32(0x7f800000));
+  }
+  /// tinygrad's float_to_bf16 (uopc_bf16_bits): i16.
+  Value *bf16Bits(Value *x) {
+    Value *u = b.CreateBitCast(x, b.getInt32Ty());
+    Value *rounded = b.CreateAdd(b.CreateAdd(u, b.getInt32(0x7FFF)), b.CreateAnd(b.CreateLShr(u, 16), b.getInt32(1)));
+    u = b.CreateSelect(isFiniteBits32(u), rounded, u);
+    return b.CreateTrunc(b.CreateLShr(u, 16), b.getInt16Ty());
+  }
+  Value *bf16Value(Value *h) {
+    return b.CreateBitCast(b.CreateShl(b.CreateZExt(h, b.getInt32Ty()), 16), b.getFloatTy());
+  }
+  Value *roundBF16(Value *x) {
+    Value *u = b.CreateBitCast(x, b.getInt32Ty());
+    Value *r = b.CreateAnd(b.CreateAdd(b.CreateAdd(u, b.getInt32(0x7FFF)), b.CreateAnd(b.CreateLShr(u, 16), b.getInt32(1))),
+                           b.getInt32(0xFFFF0000u));
+    return b.CreateSelect(isFiniteBits32(u), b.CreateBitCast(r, b.getFloatTy()), x);
+  }
+  /// A value of dt's compute type rounded to dt (float16, bfloat16); x is float or double.
+  Value *roundTo(DType dt, Value *x) {
+    if (dt == DType::Float16) return f16Value(f16Bits(x->getType()->isDoubleTy() ? x : b.CreateFPExt(x, b.getDoubleTy())));
+    if (dt == DType::BFloat16) return roundBF16(x->getType()->isFloatTy() ? x : b.CreateFPTrunc(x, b.getFloatTy()));
+    return x;
+  }
+  /// cvttsd2si-like conversions of a double: lo <= trunc(x) < hi gives it, else `bad`.
+  Value *cvtI(Value *x, double lo, double hi, uint64_t bad) {
+    Value *t = intrinsic(llvm::Intrinsic::trunc, {x});
+    Value *in = b.CreateAnd(b.CreateFCmpOGE(t, llvm::ConstantFP::get(b.getDoubleTy(), lo)),
+                            b.CreateFCmpOLT(t, llvm::ConstantFP::get(b.getDoubleTy(), hi)));
+    return b.CreateSelect(in, b.CreateFPToSI(t, b.getInt64Ty()), i64(bad));
+  }
+  Value *cvtI32(Value *x) { return cvtI(x, -2147483648.0, 2147483648.0, static_cast<uint64_t>(int64_t{INT32_MIN})); }
+  Value *cvtI64(Value *x) { return cvtI(x, -9223372036854775808.0, 9223372036854775808.0, 1ull << 63); }
+  Value *cvtU64(Value *x) {
+    Value *t = intrinsic(llvm::Intrinsic::trunc, {x});
+    Value *hiRange = b.CreateAnd(b.CreateFCmpOGE(t, llvm::ConstantFP::get(b.getDoubleTy(), 9223372036854775808.0)),
+                                 b.CreateFCmpOLT(t, llvm::ConstantFP::get(b.getDoubleTy(), 18446744073709551616.0)));
+    return b.CreateSelect(hiRange, b.CreateFPToUI(t, b.getInt64Ty()), cvtI64(t));
+  }
+  /// Divisor `d` made safe to divide by (1 where it is 0 or, for signed division, -1).
+  Value *safeDivisor(Value *d, bool isSigned) {
+    Value *bad = b.CreateICmpEQ(d, i64(0));
+    if (isSigned) bad = b.CreateOr(bad, b.CreateICmpEQ(d, i64(~0ull)));
+    return b.CreateSelect(bad, i64(1), d);
+  }
+  /// uopc_floordiv_s & co on 64-bit words.
+  Value *intDiv(Op op, bool uns, Value *x, Value *y) {
+    bool isDiv = op == Op::FLOORDIV || op == Op::CDIV;
+    Value *zero = i64(0), *isZero = b.CreateICmpEQ(y, zero);
+    if (uns) {
+      Value *d = safeDivisor(y, false);
+      return isDiv ? b.CreateSelect(isZero, zero, b.CreateUDiv(x, d)) : b.CreateSelect(isZero, x, b.CreateURem(x, d));
+    }
+    Value *d = safeDivisor(y, true), *isM1 = b.CreateICmpEQ(y, i64(~0ull));
+    Value *q = b.CreateSDiv(x, d), *m = b.CreateSRem(x, d);
+    Value *res;
+    if (op == Op::CDIV) res = q;
+    else if (op == Op::CMOD) res = m;
+    else if (op == Op::FLOORDIV) {
+      Value *adj = b.CreateAnd(b.CreateICmpNE(m, zero), b.CreateXor(b.CreateICmpSLT(x, zero), b.CreateICmpSLT(y, zero)));
+      res = b.CreateSelect(adj, b.CreateSub(q, i64(1)), q);
+    } else {
+      Value *adj = b.CreateAnd(b.CreateICmpNE(m, zero), b.CreateXor(b.CreateICmpSLT(m, zero), b.CreateICmpSLT(y, zero)));
+      res = b.CreateSelect(adj, b.CreateAdd(m, y), m);
+    }
+    res = b.CreateSelect(isM1, isDiv ? b.CreateSub(zero, x) : zero, res);
+    return b.CreateSelect(isZero, isDiv ? zero : x, res);
+  }
+  /// uint64 uopc_ipow(int64 base, int64 e): an internal function with a loop.
+  llvm::Function *ipowFn() {
+    if (llvm::Function *f = mod.getFunction("uopc_ipow")) return f;
+    auto *ty = llvm::FunctionType::get(b.getInt64Ty(), {b.getInt64Ty(), b.getInt64Ty()}, false);
+    auto *f = llvm::Function::Create(ty, llvm::Function::InternalLinkage, "uopc_ipow", mod);
+    f->addFnAttr(llvm::Attribute::NoUnwind);
+    llvm::IRBuilder<> h(lc);
+    auto *bb = llvm::BasicBlock::Create(lc, "entry", f), *neg = llvm::BasicBlock::Create(lc, "neg", f),
+         *loop = llvm::BasicBlock::Create(lc, "loop", f), *done = llvm::BasicBlock::Create(lc, "done", f);
+    Value *base = f->getArg(0), *e = f->getArg(1);
+    h.SetInsertPoint(bb);
+    h.CreateCondBr(h.CreateICmpSLT(e, h.getInt64(0)), neg, loop);
+    h.SetInsertPoint(neg);
+    Value *odd = h.CreateICmpNE(h.CreateAnd(e, h.getInt64(1)), h.getInt64(0));
+    Value *m1 = h.CreateSelect(odd, h.getInt64(~0ull), h.getInt64(1));
+    h.CreateRet(h.CreateSelect(h.CreateICmpEQ(base, h.getInt64(1)), h.getInt64(1),
+                               h.CreateSelect(h.CreateICmpEQ(base, h.getInt64(~0ull)), m1, h.getInt64(0))));
+    h.SetInsertPoint(loop);
+    auto *r = h.CreatePHI(h.getInt64Ty(), 2), *bv = h.CreatePHI(h.getInt64Ty(), 2), *k = h.CreatePHI(h.getInt64Ty(), 2);
+    r->addIncoming(h.getInt64(1), bb);
+    bv->addIncoming(base, bb);
+    k->addIncoming(e, bb);
+    Value *done0 = h.CreateICmpEQ(k, h.getInt64(0));
+    Value *bit = h.CreateICmpNE(h.CreateAnd(k, h.getInt64(1)), h.getInt64(0));
+    Value *r2 = h.CreateSelect(bit, h.CreateMul(r, bv), r);
+    Value *b2 = h.CreateMul(bv, bv), *k2 = h.CreateLShr(k, 1);
+    r->addIncoming(r2, loop);
+    bv->addIncoming(b2, loop);
+    k->addIncoming(k2, loop);
+    // exits with the value before this iteration once k is 0
+    h.CreateCondBr(done0, done, loop);
+    h.SetInsertPoint(done);
+    h.CreateRet(r);
+    return f;
+  }
+  /// uint64 uopc_threefry(uint64 x, uint64 key): tinygrad's threefry2x32, unrolled.
+  llvm::Function *threefryFn() {
+    if (llvm::Function *f = mod.getFunction("uopc_threefry")) return f;
+    auto *ty = llvm::FunctionType::get(b.getInt64Ty(), {b.getInt64Ty(), b.getInt64Ty()}, false);
+    auto *f = llvm::Function::Create(ty, llvm::Function::InternalLinkage, "uopc_threefry", mod);
+    f->addFnAttr(llvm::Attribute::NoUnwind);
+    llvm::IRBuilder<> h(llvm::BasicBlock::Create(lc, "entry", f));
+    Value *x = f->getArg(0), *key = f->getArg(1);
+    auto u32 = [&](Value *v) { return h.CreateTrunc(v, h.getInt32Ty()); };
+    Value *key0 = u32(key), *key1 = u32(h.CreateLShr(key, 32));
+    Value *ks[3] = {key1, h.CreateXor(h.CreateXor(key0, key1), h.getInt32(0x1BD11BDAu)), key0};
+    Value *x0 = h.CreateAdd(u32(x), ks[2]), *x1 = h.CreateAdd(u32(h.CreateLShr(x, 32)), ks[0]);
+    static const int rot[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
+    for (uint32_t i = 0; i < 5; ++i) {
+      for (int j = 0; j < 4; ++j) {
+        Value *sum = h.CreateAdd(x0, x1);
+        int r = rot[i % 2][j];
+        Value *rotl = h.CreateOr(h.CreateShl(x1, r), h.CreateLShr(x1, 32 - r));
+        x1 = h.CreateXor(sum, rotl);
+        x0 = sum;
+      }
+      x0 = h.CreateAdd(x0, ks[i % 3]);
+      x1 = h.CreateAdd(h.CreateAdd(x1, ks[(i + 1) % 3]), h.getInt32(i + 1));
+    }
+    h.CreateRet(h.CreateOr(h.CreateShl(h.CreateZExt(x1, h.getInt64Ty()), 32), h.CreateZExt(x0, h.getInt64Ty())));
+    return f;
+  }
+
+  // ---- levels and blocks -----------------------------------------------------------------------------
+  size_t targetOf(const UOp *u) {
+    const auto &rs = freeRanges[u];
+    for (size_t j = stack.size(); j-- > 1;)
+      if (std::binary_search(rs.begin(), rs.end(), stack[j]->range)) return j;
+    return 0;
+  }
+  /// The builder at the end of level t's block (before the branch into an open child loop, if any).
+  void at(size_t t) {
+    llvm::BasicBlock *bb = stack[t]->cur;
+    if (llvm::Instruction *term = bb->getTerminator()) b.SetInsertPoint(term);
+    else b.SetInsertPoint(bb);
+  }
+  llvm::AllocaInst *makeAlloca(llvm::Type *T, const std::string &name) {
+    llvm::IRBuilder<> a(entry, entry->begin());
+    return a.CreateAlloca(T, nullptr, name);
+  }
+  /// Moves bb's terminator (if any) to the end of `to` and returns with the builder at the end of bb.
+  void splitAfter(llvm::BasicBlock *bb, llvm::BasicBlock *to) {
+    if (llvm::Instruction *term = bb->getTerminator()) {
+      term->removeFromParent();
+      term->insertInto(to, to->end());
+    }
+    b.SetInsertPoint(bb);
+  }
+  std::string rangeName(const UOp *r) {
+    return "r" + std::to_string(r->arg && r->arg->kind == ArgKind::Tuple && r->arg->count ? r->arg->elems()[0]->i()
+                                                                                           : static_cast<int64_t>(r->index));
+  }
+  /// Opens `for (r = 0; r < size; r++)` at the innermost level and makes it the innermost.
+  void openLoop(const UOp *r) {
+    Val n = emit(r->src(0));
+    size_t t = stack.size() - 1;
+    Level *outer = stack[t];
+    llvm::Type *T = computeType(r->dtype);
+    auto lv = std::make_unique<Level>();
+    Level *L = lv.get();
+    levels.push_back(std::move(lv));
+    std::string name = rangeName(r);
+    L->range = r;
+    L->counter = makeAlloca(T, name + ".addr");
+    L->header = llvm::BasicBlock::Create(lc, name + ".cond", fn);
+    auto *body = llvm::BasicBlock::Create(lc, name + ".body", fn);
+    L->exit = llvm::BasicBlock::Create(lc, name + ".end", fn);
+    at(t);
+    b.CreateStore(llvm::ConstantInt::get(T, 0), L->counter);
+    splitAfter(outer->cur, L->exit);
+    b.CreateBr(L->header);
+    b.SetInsertPoint(L->header);
+    Value *iv = b.CreateLoad(T, L->counter, name + ".iv");
+    Value *nv = n.v->getType() == T ? n.v : b.CreateSExtOrTrunc(n.v, T);
+    b.CreateCondBr(b.CreateICmpSLT(iv, nv), body, L->exit);
+    b.SetInsertPoint(body);
+    L->cur = body;
+    L->memo[r] = {b.CreateLoad(T, L->counter, name), nullptr};
+    stack.push_back(L);
+  }
+  void closeLoop() {
+    Level *L = stack.back();
+    b.SetInsertPoint(L->cur); // no child is open: the block has no terminator
+    llvm::Type *T = L->counter->getAllocatedType();
+    Value *iv = b.CreateLoad(T, L->counter);
+    b.CreateStore(b.CreateAdd(iv, llvm::ConstantInt::get(T, 1)), L->counter);
+    b.CreateBr(L->header);
+    stack.pop_back();
+    stack.back()->cur = L->exit;
+  }
+
+  // ---- nodes -------------------------------------------------------------------------------------------
+  const Val *memoOf(const UOp *u) {
+    for (size_t j = stack.size(); j-- > 0;)
+      if (auto it = stack[j]->memo.find(u); it != stack[j]->memo.end()) return &it->second;
+    return nullptr;
+  }
+  /// The sources node(u) emits first (REDUCE: none here, its body is emitted inside its own loops; INDEX:
+  /// not the buffer; LOAD: the value, and the alternative, which node() may leave unused).
+  static std::span<const UOp *const> operands(const UOp *u) {
+    switch (u->op) {
+    case Op::REDUCE: case Op::CONST: case Op::PARAM: case Op::RANGE: return {};
+    case Op::INDEX: return u->src().subspan(1);
+    default: return u->src();
+    }
+  }
+  /// Emits u, its operands first in an explicit post-order walk (no recursion on graph depth: a chain of
+  /// thousands of ops is one loop here, and node()'s own emit() calls find their operands memoized).
+  Val emit(const UOp *u) {
+    if (const Val *m = memoOf(u)) return *m;
+    std::vector<std::pair<const UOp *, size_t>> work{{u, 0}};
+    std::unordered_set<const UOp *> onPath{u};
+    while (!work.empty()) {
+      auto &[x, next] = work.back();
+      auto ops = operands(x);
+      if (next < ops.size()) {
+        const UOp *s = ops[next++];
+        if (!memoOf(s) && onPath.insert(s).second) work.push_back({s, 0});
+        continue;
+      }
+      const UOp *done = x;
+      work.pop_back();
+      onPath.erase(done);
+      if (!memoOf(done)) emitOne(done);
+    }
+    return *memoOf(u);
+  }
+  Val emitOne(const UOp *u) {
+    size_t t = targetOf(u);
+    Val r = u->op == Op::REDUCE ? reduce(u, t) : node(u, t);
+    stack[t]->memo[u] = r;
+    return r;
+  }
+  static const UOp *ungated(const UOp *i) {
+    while (i->op == Op::WHERE && isInvalidConst(i->src(2))) i = i->src(1);
+    return i;
+  }
+  /// The validity of an access at index node ix (value i) into buffer PARAM p, bounds included. Builds at
+  /// the current insertion point (the caller sets it).
+  Value *access(const UOp *p, const UOp *ix, const Val &i, size_t t) {
+    const UOp *size = p->src(0);
+    const VRange &r = sc.ranges.range(ungated(ix));
+    auto n = constBound(size);
+    Value *sz = nullptr;
+    if (!(n && r.hi < *n)) sz = emit(size).v;
+    at(t);
+    Value *ok = i.ok;
+    Value *iv = ext64(i.v, ix->dtype);
+    if (r.lo < 0) ok = andOk(ok, b.CreateICmpSGE(iv, i64(0)));
+    if (sz) ok = andOk(ok, b.CreateICmpSLT(iv, ext64(sz, size->dtype)));
+    return ok;
+  }
+  Value *elemPtr(int64_t slot, DType dt, Value *iv64) {
+    return b.CreateInBoundsGEP(storageType(dt), bufArgs.at(slot), iv64);
+  }
+  Value *loadElem(DType dt, Value *ptr) {
+    Value *v = b.CreateLoad(storageType(dt), ptr);
+    if (dt == DType::Bool) return b.CreateICmpNE(v, b.getInt8(0));
+    if (dt == DType::Float16) return f16Value(v);
+    if (dt == DType::BFloat16) return bf16Value(v);
+    return v;
+  }
+  Val load(const UOp *u, size_t t) {
+    const UOp *p = u->src(0);
+    if (p->op != Op::PARAM || interpScalar(p)) failAt(u, "INDEX into something other than a buffer PARAM");
+    int64_t slot = ParamArg::decode(p->arg).slot;
+    Val i = emit(u->src(1));
+    std::vector<Value *> gates;
+    for (const UOp *g : u->src().subspan(2)) gates.push_back(emit(g).v);
+    Value *ok = access(p, u->src(1), i, t);
+    for (Value *g : gates) ok = andOk(ok, g);
+    if (auto *c = llvm::dyn_cast_or_null<llvm::ConstantInt>(ok); c && c->isZero()) return {zeroOf(u->dtype), b.getFalse()};
+    if (auto *c = llvm::dyn_cast_or_null<llvm::ConstantInt>(ok); c && c->isOne()) ok = nullptr;
+    Value *iv = ext64(i.v, u->src(1)->dtype);
+    if (!ok) return {loadElem(u->dtype, elemPtr(slot, u->dtype, iv)), nullptr};
+    // gated: read element 0 (every buffer has one) where the gate does not hold, then replace the value
+    Value *safe = b.CreateSelect(ok, iv, i64(0));
+    Value *v = loadElem(u->dtype, elemPtr(slot, u->dtype, safe));
+    return {b.CreateSelect(ok, v, zeroOf(u->dtype)), ok};
+  }
+
+  Value *bitsOf(DType dt, Value *a) {
+    switch (dt) {
+    case DType::Float32: return b.CreateZExt(b.CreateBitCast(a, b.getInt32Ty()), b.getInt64Ty());
+    case DType::Float64: case DType::WeakFloat: return b.CreateBitCast(a, b.getInt64Ty());
+    case DType::Float16: return b.CreateZExt(f16Bits(b.CreateFPExt(a, b.getDoubleTy())), b.getInt64Ty());
+    case DType::BFloat16: return b.CreateZExt(bf16Bits(a), b.getInt64Ty());
+    default: return ext64(a, dt);
+    }
+  }
+  Value *fromBits(DType dt, Value *w) {
+    switch (dt) {
+    case DType::Float32: return b.CreateBitCast(b.CreateTrunc(w, b.getInt32Ty()), b.getFloatTy());
+    case DType::Float64: case DType::WeakFloat: return b.CreateBitCast(w, b.getDoubleTy());
+    case DType::Float16: return f16Value(b.CreateTrunc(w, b.getInt16Ty()));
+    case DType::BFloat16: return bf16Value(b.CreateTrunc(w, b.getInt16Ty()));
+    case DType::Bool: return b.CreateICmpNE(b.CreateTrunc(w, b.getInt8Ty()), b.getInt8(0));
+    default: return b.CreateTrunc(w, computeType(dt));
+    }
+  }
+  Value *cast(DType from, DType to, Value *a) {
+    llvm::Type *T = computeType(to);
+    if (to == DType::Bool)
+      return isF(from) ? b.CreateFCmpUNE(a, llvm::ConstantFP::get(a->getType(), 0.0))
+                       : b.CreateICmpNE(a, llvm::ConstantInt::get(a->getType(), 0));
+    if (isF(from) && !isF(to)) {
+      Value *d = toDouble(a, from);
+      switch (to) {
+      case DType::UInt64: return cvtU64(d);
+      case DType::Int64: case DType::UInt32: case DType::WeakInt: return b.CreateTrunc(cvtI64(d), T);
+      default: return b.CreateTrunc(cvtI32(d), T);
+      }
+    }
+    if (to == DType::Float16) return roundTo(to, toDouble(a, from));
+    if (to == DType::BFloat16) return roundTo(to, isF(from) ? toFloat(a, from) : b.CreateFPTrunc(toDouble(a, from), b.getFloatTy()));
+    if (isF(to)) {
+      if (isF(from)) return b.CreateFPCast(a, T);
+      return isSignedInt(from) ? b.CreateSIToFP(a, T) : b.CreateUIToFP(a, T);
+    }
+    // integer to integer
+    unsigned fw = a->getType()->getIntegerBitWidth(), tw = T->getIntegerBitWidth();
+    if (tw <= fw) return b.CreateTrunc(a, T);
+    return isSignedInt(from) ? b.CreateSExt(a, T) : b.CreateZExt(a, T);
+  }
+
+  Value *floatAlu(Op op, DType out, DType in, const std::vector<Value *> &a) {
+    bool dbl = !isSingle(in);
+    llvm::Type *C = computeType(in), *D = b.getDoubleTy();
+    auto libm = [&](llvm::Intrinsic::ID id) {
+      if (dbl) return intrinsic(id, {a[0]});
+      return b.CreateFPTrunc(intrinsic(id, {b.CreateFPExt(a[0], D)}), C);
+    };
+    auto viaDouble = [&](auto f) {
+      Value *x = toDouble(a[0], in), *y = toDouble(a[1], in);
+      Value *r = f(x, y);
+      return dbl ? r : b.CreateFPTrunc(r, C);
+    };
+    Value *zeroD = llvm::ConstantFP::get(D, 0.0);
+    Value *e = nullptr;
+    switch (op) {
+    case Op::CMPLT: return b.CreateFCmpOLT(a[0], a[1]);
+    case Op::CMPNE: return b.CreateFCmpUNE(a[0], a[1]);
+    case Op::CMPEQ: return b.CreateFCmpOEQ(a[0], a[1]);
+    case Op::ADD: e = b.CreateFAdd(a[0], a[1]); break;
+    case Op::SUB: e = b.CreateFSub(a[0], a[1]); break;
+    case Op::MUL: e = b.CreateFMul(a[0], a[1]); break;
+    case Op::FDIV: e = b.CreateFDiv(a[0], a[1]); break;
+    case Op::MAX: e = b.CreateSelect(b.CreateFCmpOLT(a[0], a[1]), a[1], a[0]); break;
+    case Op::NEG: e = b.CreateFNeg(a[0]); break;
+    case Op::RECIPROCAL: e = b.CreateFDiv(llvm::ConstantFP::get(C, 1.0), a[0]); break;
+    case Op::SQRT: e = intrinsic(llvm::Intrinsic::sqrt, {a[0]}); break;
+    case Op::TRUNC: e = intrinsic(llvm::Intrinsic::trunc, {a[0]}); break;
+    case Op::EXP2: e = libm(llvm::Intrinsic::exp2); break;
+    case Op::LOG2: e = libm(llvm::Intrinsic::log2); break;
+    case Op::SIN: e = libm(llvm::Intrinsic::sin); break;
+    case Op::POW: e = viaDouble([&](Value *x, Value *y) { return intrinsic(llvm::Intrinsic::pow, {x, y}); }); break;
+    case Op::FLOORDIV: case Op::CDIV:
+      e = viaDouble([&](Value *x, Value *y) {
+        Value *q = intrinsic(op == Op::FLOORDIV ? llvm::Intrinsic::floor : llvm::Intrinsic::trunc, {b.CreateFDiv(x, y)});
+        return b.CreateSelect(b.CreateFCmpOEQ(y, zeroD), zeroD, q);
+      });
+      break;
+    case Op::FLOORMOD: case Op::CMOD:
+      e = viaDouble([&](Value *x, Value *y) {
+        Value *q = intrinsic(op == Op::FLOORMOD ? llvm::Intrinsic::floor : llvm::Intrinsic::trunc, {b.CreateFDiv(x, y)});
+        return b.CreateSelect(b.CreateFCmpOEQ(y, zeroD), x, b.CreateFSub(x, b.CreateFMul(q, y)));
+      });
+      break;
+    case Op::MULACC: {
+      Value *r = b.CreateFAdd(b.CreateFMul(toDouble(a[0], in), toDouble(a[1], in)), toDouble(a[2], in));
+      e = dbl ? r : b.CreateFPTrunc(r, C);
+      break;
+    }
+    default: return nullptr;
+    }
+    return roundTo(out, e);
+  }
+
+  Value *intAlu(const UOp *u, Op op, DType out, DType in, const std::vector<Value *> &a) {
+    bool uns = !isSignedInt(in);
+    auto x64 = [&](size_t k) { return ext64(a[k], u->src(k)->dtype); };
+    auto wrapped = [&](Value *r) { return narrow(r, out); };
+    switch (op) {
+    case Op::CMPLT: return uns ? b.CreateICmpULT(a[0], a[1]) : b.CreateICmpSLT(a[0], a[1]);
+    case Op::CMPNE: return b.CreateICmpNE(a[0], a[1]);
+    case Op::CMPEQ: return b.CreateICmpEQ(a[0], a[1]);
+    case Op::ADD: return wrapped(b.CreateAdd(x64(0), x64(1)));
+    case Op::SUB: return wrapped(b.CreateSub(x64(0), x64(1)));
+    case Op::MUL: return wrapped(b.CreateMul(x64(0), x64(1)));
+    case Op::NEG: return wrapped(b.CreateSub(i64(0), x64(0)));
+    case Op::TRUNC: return a[0];
+    case Op::MAX:
+      return b.CreateSelect(uns ? b.CreateICmpULT(a[0], a[1]) : b.CreateICmpSLT(a[0], a[1]), a[1], a[0]);
+    case Op::AND: return wrapped(b.CreateAnd(x64(0), x64(1)));
+    case Op::OR: return wrapped(b.CreateOr(x64(0), x64(1)));
+    case Op::XOR: return wrapped(b.CreateXor(x64(0), x64(1)));
+    case Op::SHL: {
+      Value *x = x64(0), *y = x64(1);
+      Value *bad = b.CreateICmpUGE(y, i64(64));
+      if (!uns) bad = b.CreateOr(bad, b.CreateICmpSLT(y, i64(0)));
+      return wrapped(b.CreateSelect(bad, i64(0), b.CreateShl(x, b.CreateSelect(bad, i64(0), y))));
+    }
+    case Op::SHR: {
+      Value *x = x64(0), *y = x64(1);
+      if (uns) {
+        Value *bad = b.CreateICmpUGE(y, i64(64));
+        return wrapped(b.CreateSelect(bad, i64(0), b.CreateLShr(x, b.CreateSelect(bad, i64(0), y))));
+      }
+      Value *neg = b.CreateICmpSLT(y, i64(0)), *big = b.CreateICmpSGE(y, i64(64));
+      Value *sh = b.CreateAShr(x, b.CreateSelect(b.CreateOr(neg, big), i64(0), y));
+      Value *fill = b.CreateSelect(b.CreateICmpSLT(x, i64(0)), i64(~0ull), i64(0));
+      return wrapped(b.CreateSelect(neg, i64(0), b.CreateSelect(big, fill, sh)));
+    }
+    case Op::FLOORDIV: case Op::FLOORMOD: case Op::CDIV: case Op::CMOD: {
+      bool isDiv = op == Op::FLOORDIV || op == Op::CDIV;
+      auto d = constBound(u->src(1));
+      Value *x = x64(0), *y = x64(1);
+      if ((uns || sc.ranges.vmin(u->src(0)) >= 0) && d && *d > 0) {
+        if (uns) return wrapped(isDiv ? b.CreateUDiv(x, y) : b.CreateURem(x, y));
+        return wrapped(isDiv ? b.CreateSDiv(x, y) : b.CreateSRem(x, y));
+      }
+      return wrapped(intDiv(op, uns, x, y));
+    }
+    case Op::POW: {
+      Value *e = in == DType::UInt64 ? b.CreateSelect(b.CreateICmpUGT(a[1], i64(INT64_MAX)), i64(INT64_MAX), a[1]) : x64(1);
+      return wrapped(b.CreateCall(ipowFn(), {x64(0), e}));
+    }
+    case Op::MULACC: return wrapped(b.CreateAdd(b.CreateMul(x64(0), x64(1)), x64(2)));
+    case Op::THREEFRY: return wrapped(b.CreateCall(threefryFn(), {x64(0), x64(1)}));
+    default: return nullptr;
+    }
+  }
+
+  Val node(const UOp *u, size_t t) {
+    switch (u->op) {
+    case Op::CONST: return constant(u);
+    case Op::RANGE: failAt(u, "a RANGE used outside its loop");
+    case Op::PARAM: {
+      ParamArg pa = ParamArg::decode(u->arg);
+      if (!interpScalar(u)) failAt(u, "a buffer PARAM must be read through INDEX");
+      if (*pa.name == "_device_num") return {literal(u->dtype, interp::intToWord(u->dtype, deviceNum)), nullptr};
+      Value *a = varValues.at(*pa.name);
+      at(t);
+      if (isF(u->dtype)) return {b.CreateSIToFP(a, computeType(u->dtype)), nullptr};
+      if (u->dtype == DType::Bool) return {b.CreateICmpNE(a, i64(0)), nullptr};
+      return {b.CreateTrunc(a, computeType(u->dtype)), nullptr};
+    }
+    case Op::INDEX: return load(u, t);
+    case Op::LOAD: {
+      Val v = emit(u->src(0));
+      if (u->nsrc > 1 && v.ok) {
+        Val alt = emit(u->src(1));
+        at(t);
+        return {b.CreateSelect(v.ok, v.v, alt.v), alt.ok};
+      }
+      return v;
+    }
+    default: break;
+    }
+    if (!isElementwise(u->op)) failAt(u, "the LLVM target cannot render this op");
+    std::vector<Val> s;
+    for (const UOp *x : u->src()) s.push_back(emit(x));
+    at(t);
+    std::vector<Value *> a;
+    for (const Val &v : s) a.push_back(v.v);
+    opsUsed.insert(std::string(opName(u->op)));
+    if (u->op == Op::WHERE) {
+      Value *ok = s[0].ok;
+      if (s[1].ok || s[2].ok)
+        ok = andOk(ok, b.CreateSelect(a[0], s[1].ok ? s[1].ok : b.getTrue(), s[2].ok ? s[2].ok : b.getTrue()));
+      return {b.CreateSelect(a[0], a[1], a[2]), ok};
+    }
+    Value *ok = nullptr;
+    for (const Val &v : s) ok = andOk(ok, v.ok);
+    DType in = u->src(0)->dtype;
+    Value *e = nullptr;
+    if (u->op == Op::CAST) e = cast(in, u->dtype, a[0]);
+    else if (u->op == Op::BITCAST) {
+      if (dtypeSize(in) != dtypeSize(u->dtype)) failAt(u, "BITCAST between dtypes of different sizes");
+      e = fromBits(u->dtype, bitsOf(in, a[0]));
+    } else e = isF(in) ? floatAlu(u->op, u->dtype, in, a) : intAlu(u, u->op, u->dtype, in, a);
+    if (!e) failAt(u, "op not defined on " + std::string(dtypeName(in)));
+    return {e, ok};
+  }
+
+  Val reduce(const UOp *u, size_t t) {
+    Op op = u->arg->elems()[0]->op();
+    DType dt = u->dtype;
+    if (op != Op::ADD && op != Op::MUL && op != Op::MAX) failAt(u, "unsupported reduce op");
+    opsUsed.insert(op == Op::ADD ? "SUM" : op == Op::MUL ? "PROD" : "MAXREDUCE");
+    llvm::Type *T = computeType(dt);
+    llvm::AllocaInst *acc = makeAlloca(T, "acc"), *accOk = makeAlloca(b.getInt1Ty(), "acc.ok");
+    at(t);
+    b.CreateStore(literal(dt, interp::reduceIdentity(op, dt)), acc);
+    b.CreateStore(b.getTrue(), accOk);
+    std::vector<Level *> tail(stack.begin() + static_cast<long>(t) + 1, stack.end());
+    stack.resize(t + 1);
+    for (const UOp *r : u->src().subspan(1)) {
+      if (r->op != Op::RANGE) failAt(u, "a REDUCE over a non-RANGE");
+      openLoop(r);
+    }
+    Val x = emit(u->src(0));
+    at(stack.size() - 1);
+    Value *cur = b.CreateLoad(T, acc);
+    Value *step;
+    if (isF(dt)) {
+      step = op == Op::ADD ? b.CreateFAdd(cur, x.v)
+             : op == Op::MUL ? b.CreateFMul(cur, x.v)
+                             : b.CreateSelect(b.CreateFCmpOLT(cur, x.v), x.v, cur);
+    } else if (op == Op::MAX) {
+      step = b.CreateSelect(isSignedInt(dt) ? b.CreateICmpSLT(cur, x.v) : b.CreateICmpULT(cur, x.v), x.v, cur);
+    } else if (dt == DType::Bool) {
+      step = op == Op::ADD ? b.CreateOr(cur, x.v) : b.CreateAnd(cur, x.v);
+    } else {
+      step = op == Op::ADD ? b.CreateAdd(cur, x.v) : b.CreateMul(cur, x.v);
+    }
+    if (x.ok) {
+      b.CreateStore(b.CreateAnd(b.CreateLoad(b.getInt1Ty(), accOk), x.ok), accOk);
+      step = b.CreateSelect(x.ok, step, cur);
+    }
+    b.CreateStore(step, acc);
+    for (size_t k = 1; k < u->nsrc; ++k) closeLoop();
+    stack.insert(stack.end(), tail.begin(), tail.end());
+    at(t);
+    Val r{b.CreateLoad(T, acc, "red"), x.ok ? b.CreateLoad(b.getInt1Ty(), accOk) : nullptr};
+    if (isHalf(dt)) r.v = roundTo(dt, r.v);
+    return r;
+  }
+
+  // ---- stores ------------------------------------------------------------------------------------------
+  void store(const UOp *e) {
+    const UOp *st = e->op == Op::END ? e->src(0) : e;
+    if (st->op != Op::STORE || st->src(0)->op != Op::INDEX || st->src(0)->src(0)->op != Op::PARAM)
+      failAt(e, "expected END(STORE(INDEX(PARAM, i), value), ranges...)");
+    const UOp *ix = st->src(0), *p = ix->src(0);
+    std::vector<const UOp *> loops;
+    if (e->op == Op::END)
+      for (const UOp *r : e->src().subspan(1)) {
+        if (r->op != Op::RANGE) failAt(e, "END of a non-RANGE");
+        loops.push_back(r);
+      }
+    std::vector<const UOp *> extra;
+    for (const UOp *x : {ix, st->src(1)})
+      for (const UOp *r : freeRanges[x])
+        if (std::find(loops.begin(), loops.end(), r) == loops.end() && std::find(extra.begin(), extra.end(), r) == extra.end())
+          extra.push_back(r);
+    std::sort(extra.begin(), extra.end(), [](const UOp *a, const UOp *c) {
+      return a->arg->elems()[0]->i() < c->arg->elems()[0]->i();
+    });
+    loops.insert(loops.end(), extra.begin(), extra.end());
+    for (const UOp *r : loops) openLoop(r);
+    size_t top = stack.size() - 1;
+    Val i = emit(ix->src(1));
+    Val v = emit(st->src(1));
+    std::vector<Value *> gates;
+    for (const UOp *g : ix->src().subspan(2)) gates.push_back(emit(g).v);
+    if (st->src(1)->dtype != ix->dtype) failAt(st, "stored value's dtype differs from the buffer's");
+    Value *ok = andOk(access(p, ix->src(1), i, top), v.ok);
+    for (Value *g : gates) ok = andOk(ok, g);
+    at(top);
+    Value *val = v.v;
+    if (ix->dtype == DType::Float16) val = f16Bits(b.CreateFPExt(val, b.getDoubleTy()));
+    else if (ix->dtype == DType::BFloat16) val = bf16Bits(val);
+    else if (ix->dtype == DType::Bool) val = b.CreateZExt(val, b.getInt8Ty());
+    int64_t slot = ParamArg::decode(p->arg).slot;
+    auto *c = llvm::dyn_cast_or_null<llvm::ConstantInt>(ok);
+    if (c && c->isZero()) {
+      // every lane is Invalid: nothing stored
+    } else if (!ok || (c && c->isOne())) {
+      b.CreateStore(val, elemPtr(slot, ix->dtype, ext64(i.v, ix->src(1)->dtype)));
+    } else {
+      llvm::BasicBlock *bb = stack[top]->cur;
+      auto *doStore = llvm::BasicBlock::Create(lc, "store", fn), *cont = llvm::BasicBlock::Create(lc, "store.end", fn);
+      Value *iv = ext64(i.v, ix->src(1)->dtype);
+      splitAfter(bb, cont);
+      b.CreateCondBr(ok, doStore, cont);
+      b.SetInsertPoint(doStore);
+      b.CreateStore(val, elemPtr(slot, ix->dtype, iv));
+      b.CreateBr(cont);
+      stack[top]->cur = cont;
+    }
+    for (size_t k = 0; k < loops.size(); ++k) closeLoop();
+  }
+};
+
+std::string describeLoops(const UOp *sink) {
+  std::string s;
+  for (const UOp *e : sink->src())
+    if (e->op == Op::END)
+      for (const UOp *r : e->src().subspan(1)) {
+        auto n = constBound(r->src(0));
+        s += (s.empty() ? "" : "x") + (n ? std::to_string(static_cast<int64_t>(*n)) : std::string("n"));
+      }
+  return s.empty() ? "1" : s;
+}
+
+/// The host's target machine (for the data layout, the triple and the cost model of the vectorizers).
+llvm::TargetMachine *hostMachine() {
+  static std::once_flag once;
+  static std::unique_ptr<llvm::TargetMachine> tm;
+  static std::string error;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    std::string triple = llvm::sys::getProcessTriple();
+    const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+    if (!target) return;
+    llvm::StringMap<bool> feats = llvm::sys::getHostCPUFeatures();
+    std::string fs;
+    for (auto &f : feats) fs += (fs.empty() ? "" : ",") + std::string(f.second ? "+" : "-") + f.first().str();
+    tm.reset(target->createTargetMachine(triple, llvm::sys::getHostCPUName(), fs, llvm::TargetOptions(), llvm::Reloc::PIC_));
+    if (!tm) error = "cannot create a target machine for " + triple;
+  });
+  if (!tm) fail("LLVM target: " + error);
+  return tm.get();
+}
+
+void optimizeO2(llvm::Module &m, llvm::TargetMachine *tm) {
+  llvm::PipelineTuningOptions pto;
+  pto.LoopVectorization = true;
+  pto.SLPVectorization = true;
+  pto.LoopUnrolling = true;
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb(tm, pto);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2);
+  mpm.run(m, mam);
+}
+
+} // namespace
+
+EmittedLLVMKernel emitLLVMKernel(Context &ctx, const UOp *call, int64_t deviceNum, std::string_view name, bool optimize) {
+  if (call->op != Op::CALL || call->nsrc == 0) fail("LLVM target: expected a kernel CALL, got " + std::string(opName(call->op)));
+  const UOp *body = call->src(0);
+  if (body->op == Op::COPY) failAt(call, "a copy is not a kernel: the runner performs it");
+  if (body->op != Op::SINK) failAt(call, "the called body is not a kernel SINK");
+  llvm::TargetMachine *tm = hostMachine();
+  llvm::LLVMContext lc;
+  EmittedLLVMKernel k;
+  k.symbol = sanitizeCName(name);
+  auto mod = std::make_unique<llvm::Module>(k.symbol, lc);
+  mod->setTargetTriple(tm->getTargetTriple().str());
+  mod->setDataLayout(tm->createDataLayout());
+
+  Emitter em(ctx, deviceNum, *mod);
+  body = bindVariables(ctx, body, {{"_device_num", deviceNum}}, &em.sc);
+  body = simplifyWith(ctx, body, symRules(), &em.sc);
+  em.analyze(body);
+  if (em.written.empty()) failAt(call, "the kernel stores nothing");
+
+  // signature: one pointer per CALL argument, then the variables (the C target's ABI)
+  std::vector<llvm::Type *> params;
+  std::vector<std::string> names;
+  for (size_t slot = 0; slot + 1 < call->nsrc; ++slot) {
+    auto it = em.slotDType.find(static_cast<int64_t>(slot));
+    DType dt = it != em.slotDType.end() ? it->second : call->src(slot + 1)->dtype;
+    if (!supportedDType(dt)) failAt(call, "argument " + std::to_string(slot) + " has an unsupported dtype");
+    params.push_back(em.b.getPtrTy());
+    names.push_back((em.written.count(static_cast<int64_t>(slot)) ? "out" : "in") + std::to_string(slot));
+  }
+  std::vector<std::string> vars = kernelVariables(call);
+  for (const std::string &v : vars) {
+    params.push_back(em.b.getInt64Ty());
+    names.push_back(em.varArgs.at(v));
+  }
+  auto *fty = llvm::FunctionType::get(em.b.getVoidTy(), params, false);
+  em.fn = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, k.symbol, *mod);
+  em.fn->addFnAttr(llvm::Attribute::NoUnwind);
+  for (size_t i = 0; i < params.size(); ++i) {
+    llvm::Argument *a = em.fn->getArg(static_cast<unsigned>(i));
+    a->setName(names[i]);
+    if (i + 1 < call->nsrc) {
+      a->addAttr(llvm::Attribute::NoAlias);
+      a->addAttr(llvm::Attribute::NoCapture);
+      if (!em.written.count(static_cast<int64_t>(i))) a->addAttr(llvm::Attribute::ReadOnly);
+      em.bufArgs[static_cast<int64_t>(i)] = a;
+    } else {
+      em.varValues[vars[i + 1 - call->nsrc]] = a;
+    }
+  }
+  em.entry = llvm::BasicBlock::Create(lc, "entry", em.fn);
+  auto top = std::make_unique<Level>();
+  top->cur = em.entry;
+  em.stack = {top.get()};
+  for (const UOp *e : body->src()) em.store(e);
+  em.b.SetInsertPoint(em.stack[0]->cur);
+  em.b.CreateRetVoid();
+
+  std::string err;
+  llvm::raw_string_ostream es(err);
+  if (llvm::verifyModule(*mod, &es)) fail("LLVM target: kernel " + k.symbol + " does not verify: " + es.str());
+  if (optimize) {
+    optimizeO2(*mod, tm);
+    if (llvm::verifyModule(*mod, &es)) fail("LLVM target: kernel " + k.symbol + " does not verify after -O2: " + es.str());
+  }
+
+  std::string ops;
+  for (const std::string &o : em.opsUsed) ops += (ops.empty() ? "" : " ") + o;
+  std::string outs;
+  for (int64_t s : em.written) outs += (outs.empty() ? "" : ", ") + std::string("out") + std::to_string(s);
+  k.summary = k.symbol + ": " + outs + " (" + std::string(dtypeName(em.slotDType[*em.written.begin()])) + ") over " +
+              describeLoops(body) + (ops.empty() ? ": copy of the inputs" : ": " + ops) +
+              (deviceNum ? ", device " + std::to_string(deviceNum) : "");
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  mod->print(os, nullptr);
+  k.ir = "; " + k.summary + "\n; generated by uopc\n" + os.str();
+  return k;
+}
+
+} // namespace uopc

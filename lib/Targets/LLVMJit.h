@@ -1,0 +1,35 @@
+//===- LLVMJit.h - running LLVM-target kernels in-process through LLVM's ORC JIT ===//
+// uopc-run's loader for `--target llvm` outputs: each kernel's `.ll` module is parsed and added to one
+// LLJIT for the host; libm and the process's other symbols resolve from the running process. No LLVM
+// types here (the implementation is lib/Targets/LLVM/Jit.cpp).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace uopc {
+
+class KernelJit {
+public:
+  using Entry = void (*)(void **bufs, const int64_t *vars);
+
+  /// Starts a JIT for this machine. Throws uopc::Error when LLVM cannot.
+  KernelJit();
+  ~KernelJit();
+  KernelJit(const KernelJit &) = delete;
+  KernelJit &operator=(const KernelJit &) = delete;
+
+  /// Parses and adds one module of textual IR (`what` names it in messages). Throws uopc::Error.
+  void addModule(const std::string &irText, const std::string &what);
+
+  /// A trampoline `void (void **bufs, const int64_t *vars)` calling `void symbol(ptr x nbufs, i64 x nvars)`
+  /// with bufs[0..nbufs) and vars[0..nvars), compiled now. Throws uopc::Error when the symbol is missing.
+  Entry entry(const std::string &symbol, size_t nbufs, size_t nvars);
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl;
+};
+
+} // namespace uopc

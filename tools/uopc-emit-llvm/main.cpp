@@ -1,0 +1,63 @@
+//===- uopc-emit-llvm - prints the LLVM IR of every kernel of a graph (for tests and reading) ===//
+// uopc-emit-llvm GRAPH [--pass-pipeline P] [--no-opt]: runs P (default: through kernel-split and codegen)
+// and prints, for each kernel CALL and each device of the buffer it writes, the module emitLLVMKernel
+// builds: optimized at -O2 for this machine (what `uopc --target llvm` writes), or with --no-opt as built
+// (verified, not optimized: the emitter's own structure, the same on every machine). Copies are listed as
+// comments. Exit 1 with `uopc-emit-llvm: error: ...` on bad input.
+#include "IR/Error.h"
+#include "IR/GraphIO.h"
+#include "IR/Records.h"
+#include "Passes/PassManager.h"
+#include "Targets/LLVMTarget.h"
+
+#include <algorithm>
+#include <cstring>
+#include <iostream>
+#include <sstream>
+
+using namespace uopc;
+
+int main(int argc, char **argv) {
+  std::string graph, pipeline = "verify,invalid-pad,multi-lower,reduce-identity,rangeify,kernel-split,codegen";
+  bool optimize = true;
+  const char *usage = "usage: uopc-emit-llvm GRAPH [--pass-pipeline P] [--no-opt]\n";
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--pass-pipeline") && i + 1 < argc) pipeline = argv[++i];
+    else if (!std::strcmp(argv[i], "--no-opt")) optimize = false;
+    else if (argv[i][0] == '-') {
+      std::cerr << usage;
+      return 2;
+    } else graph = argv[i];
+  }
+  if (graph.empty()) {
+    std::cerr << usage;
+    return 2;
+  }
+  try {
+    Graph g = readGraphFile(graph);
+    std::ostringstream out, err;
+    runPipeline(g, parsePipeline(pipeline), {}, out, err);
+    int n = 0;
+    for (const UOp *u : toposort(g.root)) {
+      if (u->op != Op::CALL) continue;
+      if (u->src(0)->op == Op::COPY) {
+        std::cout << "; copy " << n++ << " (run by the runner)\n";
+        continue;
+      }
+      if (u->src(0)->op != Op::SINK) continue;
+      const UOp *raw = u->src(1);
+      while (raw->op == Op::AFTER) raw = raw->src(0);
+      size_t nd = std::max<size_t>(1, ParamArg::decode(raw->arg).devices.size());
+      for (size_t d = 0; d < nd; ++d) {
+        EmittedLLVMKernel k = emitLLVMKernel(*g.ctx, u, static_cast<int64_t>(d),
+                                             "k" + std::to_string(n) + (nd > 1 ? "_dev" + std::to_string(d) : ""), optimize);
+        std::cout << k.ir << "\n";
+      }
+      ++n;
+    }
+  } catch (const Error &e) {
+    std::cerr << "uopc-emit-llvm: error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
