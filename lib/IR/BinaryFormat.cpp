@@ -238,6 +238,7 @@ private:
   std::vector<uint32_t> pendingSrcs_;
   std::vector<uint64_t> srcHashes_;
   void enqueue(const Pending &p);
+  void compactQueue();
   void process(const Pending &p);
   /// Interns every decoded record (before anything that needs their pointers).
   void flush();
@@ -496,6 +497,7 @@ void BinReader::readArg() {
 }
 
 void BinReader::scalarArg(ArgKind kind, uint8_t small, uint64_t bits) {
+  compactQueue();
   uint64_t h = Context::scalarArgHash(kind, small, bits);
   g_.ctx->prefetchArg(h);
   uint32_t ref = static_cast<uint32_t>(args_.size());
@@ -522,11 +524,7 @@ void BinReader::readNode(uint8_t code) {
   if (dtc >= dtypes_.size()) nodeFail("bad dtype code " + std::to_string(dtc));
   uint64_t nsrc = count(1, "source");
   if (nsrc > lim_.maxSrcs) nodeFail("more than " + std::to_string(lim_.maxSrcs) + " sources");
-  if (pendingHead_ == pending_.size()) { // queue drained: reuse its buffers
-    pending_.clear();
-    pendingSrcs_.clear();
-    pendingHead_ = 0;
-  }
+  compactQueue();
   Pending n{};
   n.op = op;
   n.dtype = dtypes_[dtc];
@@ -553,6 +551,22 @@ void BinReader::readNode(uint8_t code) {
   hashes_.push_back(h);
   g_.ctx->prefetch(h);
   enqueue(n);
+}
+
+void BinReader::compactQueue() {
+  // Drop the processed front of the queue now and then, so it holds about kLookahead records, not the file.
+  if (pendingHead_ < 1024) return;
+  uint32_t srcShift = static_cast<uint32_t>(pendingSrcs_.size());
+  for (size_t i = pendingHead_; i < pending_.size(); ++i)
+    if (!pending_[i].isArg) {
+      srcShift = pending_[i].srcBegin;
+      break;
+    }
+  pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(pendingHead_));
+  for (Pending &q : pending_)
+    if (!q.isArg) q.srcBegin -= srcShift;
+  pendingSrcs_.erase(pendingSrcs_.begin(), pendingSrcs_.begin() + srcShift);
+  pendingHead_ = 0;
 }
 
 void BinReader::enqueue(const Pending &p) {

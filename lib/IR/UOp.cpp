@@ -35,7 +35,7 @@ void *bigAllocate(size_t bytes) {
   size_t rounded = (bytes + kHuge - 1) & ~(kHuge - 1);
   void *p = std::aligned_alloc(kHuge, rounded);
   if (!p) throw std::bad_alloc();
-#ifdef MADV_HUGEPAGE
+#if defined(MADV_HUGEPAGE) && defined(UOPC_HUGEPAGES)
   ::madvise(p, rounded, MADV_HUGEPAGE);
 #endif
   return p;
