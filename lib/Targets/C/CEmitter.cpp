@@ -22,6 +22,7 @@
 #include <memory>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace uopc {
 namespace {
@@ -245,9 +246,64 @@ struct Emitter {
   }
 
   // ---- nodes --------------------------------------------------------------------------------------
-  Val emit(const UOp *u) {
+  const Val *memoOf(const UOp *u) {
     for (size_t j = stack.size(); j-- > 0;)
-      if (auto it = stack[j]->memo.find(u); it != stack[j]->memo.end()) return it->second;
+      if (auto it = stack[j]->memo.find(u); it != stack[j]->memo.end()) return &it->second;
+    return nullptr;
+  }
+  /// The sources node(u) emits first, in the order it emits them (so the C is the same as a recursive
+  /// walk's): REDUCE none (its body is emitted inside its own loops); INDEX the index, the buffer's size
+  /// where access() checks it, then the gates (nothing for a bad INDEX: load() reports it first); LOAD the
+  /// value (its alternative is added by emit() only where node() uses it); other elementwise ops all their
+  /// sources; anything node() refuses, none.
+  std::vector<const UOp *> operands(const UOp *u) {
+    switch (u->op) {
+    case Op::REDUCE: case Op::CONST: case Op::PARAM: case Op::RANGE: return {};
+    case Op::LOAD: return {u->src(0)};
+    case Op::INDEX: {
+      const UOp *p = u->src(0);
+      if (p->op != Op::PARAM || interpScalar(p)) return {};
+      std::vector<const UOp *> ops{u->src(1)};
+      auto n = constBound(p->src(0));
+      if (!(n && sc.ranges.range(ungated(u->src(1))).hi < *n)) ops.push_back(p->src(0));
+      for (const UOp *g : u->src().subspan(2)) ops.push_back(g);
+      return ops;
+    }
+    default: break;
+    }
+    if (!isElementwise(u->op)) return {};
+    return {u->src().begin(), u->src().end()};
+  }
+  /// Emits u, its operands first in an explicit post-order walk (no recursion on graph depth: a chain of
+  /// thousands of ops is one loop here, and node()'s own emit() calls find their operands memoized).
+  Val emit(const UOp *u) {
+    if (const Val *m = memoOf(u)) return *m;
+    struct Frame {
+      const UOp *u;
+      std::vector<const UOp *> ops;
+      size_t next = 0;
+    };
+    std::vector<Frame> work;
+    work.push_back({u, operands(u)});
+    std::unordered_set<const UOp *> onPath{u};
+    while (!work.empty()) {
+      Frame &f = work.back();
+      // LOAD(value, alt): the alternative only where the value may be invalid, as node() decides
+      if (f.u->op == Op::LOAD && f.next == 1 && f.ops.size() == 1 && f.u->nsrc > 1 && !memoOf(f.u->src(0))->ok.empty())
+        f.ops.push_back(f.u->src(1));
+      if (f.next < f.ops.size()) {
+        const UOp *s = f.ops[f.next++];
+        if (!memoOf(s) && onPath.insert(s).second) work.push_back({s, operands(s)}); // f is dangling now
+        continue;
+      }
+      const UOp *done = f.u;
+      work.pop_back();
+      onPath.erase(done);
+      if (!memoOf(done)) emitOne(done);
+    }
+    return *memoOf(u);
+  }
+  Val emitOne(const UOp *u) {
     size_t t = targetOf(u);
     Val r = u->op == Op::REDUCE ? reduce(u, t) : node(u, t);
     stack[t]->memo[u] = r;
