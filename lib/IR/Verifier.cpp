@@ -73,7 +73,7 @@ const Row kRows[] = {
     {Op::CONTIGUOUS_BACKWARD,    {1,   1,    Res::Src0,    Srcs::Src0Matches, ArgK::None}},
     {Op::DETACH,                 {1,   1,    Res::Src0,    Srcs::Src0Matches, ArgK::None}},
     {Op::COPY,                   {1,   1,    Res::Src0,    Srcs::Src0Matches, ArgK::Device}},
-    {Op::MULTI,                  {0,   1,    Res::Src0,    Srcs::Src0Matches, ArgK::Int}},
+    {Op::MULTI,                  {1,   1,    Res::Src0,    Srcs::Src0Matches, ArgK::Int}},
     {Op::MSELECT,                {1,   1,    Res::Src0,    Srcs::Src0Matches, ArgK::Int}},
     {Op::MSTACK,                 {1,   kAny, Res::Src0,    Srcs::AllMatch,    ArgK::None}},
     {Op::ALLREDUCE,              {1,   1,    Res::Src0,    Srcs::Src0Matches, ArgK::Allreduce}},
