@@ -17,6 +17,7 @@
 #include <spdlog/spdlog.h>
 
 #include <cstring>
+#include <optional>
 #include <iostream>
 
 namespace uopc {
@@ -41,6 +42,19 @@ void addLogOptions(CLI::App &app, int &verbosity, std::string &level) {
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
 }
 
+/// Parses the flags (verbosity and level are bound to options added by addLogOptions) and sets up logging;
+/// returns an exit code when the process should stop (--help, bad usage).
+std::optional<int> parseArgs(CLI::App &app, int argc, char **argv, const int &verbosity, const std::string &level) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    int rc = app.exit(e);
+    return rc == 0 ? kExitOk : kExitUsage;
+  }
+  setupLogging(verbosity, level);
+  return std::nullopt;
+}
+
 /// `uopc convert IN -o OUT [--format json|uopb]`: re-encodes a graph document.
 int convertMain(int argc, char **argv) {
   CLI::App app{"uopc convert: re-encode a graph document (JSON <-> .uopb)", "uopc convert"};
@@ -52,13 +66,7 @@ int convertMain(int argc, char **argv) {
   app.add_option("--format", format, "Output encoding (default: from the output name, .uopb or JSON)")
       ->check(CLI::IsMember({"json", "uopb"}));
   addLogOptions(app, verbosity, level);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError &e) {
-    int rc = app.exit(e);
-    return rc == 0 ? kExitOk : kExitUsage;
-  }
-  setupLogging(verbosity, level);
+  if (std::optional<int> rc = parseArgs(app, argc, argv, verbosity, level)) return *rc;
   if (format.empty())
     format = output.size() >= 5 && output.compare(output.size() - 5, 5, ".uopb") == 0 ? "uopb" : "json";
   try {
@@ -121,13 +129,7 @@ int compileMain(int argc, char **argv) {
   app.add_flag("--time-passes", pm.timePasses, "Print the time each pass took (stderr)");
   app.add_flag("--verify-each", pm.verifyEach, "Run the verifier after every pass");
   addLogOptions(app, verbosity, level);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError &e) {
-    int rc = app.exit(e);
-    return rc == 0 ? kExitOk : kExitUsage;
-  }
-  setupLogging(verbosity, level);
+  if (std::optional<int> rc = parseArgs(app, argc, argv, verbosity, level)) return *rc;
 
   if (listPasses) {
     for (const PassInfo &p : allPasses()) std::cout << p.flag << "\t" << p.description << "\n";

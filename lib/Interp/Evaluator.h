@@ -6,6 +6,7 @@
 #include "IR/Graph.h"
 #include "Interp/Array.h"
 #include "Interp/Interpreter.h"
+#include "Passes/Schedule.h"
 
 #include <map>
 #include <memory>
@@ -109,8 +110,6 @@ private:
 
 /// A graph kernel-split produced: its SINK holds AFTERs of CALLs of kernel SINKs or COPYs.
 bool isKernelGraph(const Graph &g);
-/// The nodes under root without entering CALL bodies, sources first.
-std::vector<const UOp *> topLevelNodes(const UOp *root);
 
 /// A PARAM of empty shape: a scalar variable (or _device_num), not a buffer.
 bool isScalarParam(const UOp *u);

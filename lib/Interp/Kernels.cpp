@@ -12,6 +12,7 @@
 #include "IR/Error.h"
 #include "IR/Records.h"
 #include "Interp/Evaluator.h"
+#include "Passes/Schedule.h"
 
 #include <algorithm>
 #include <unordered_map>
@@ -244,29 +245,6 @@ bool isKernelGraph(const Graph &g) {
                               (d->src(0)->op == Op::SINK && d->src(0)->arg && d->src(0)->arg->kind == ArgKind::Record)))
       return true;
   return false;
-}
-
-std::vector<const UOp *> topLevelNodes(const UOp *root) {
-  std::vector<const UOp *> out;
-  std::unordered_map<const UOp *, bool> seen;
-  std::vector<std::pair<const UOp *, size_t>> st{{root, 0}};
-  seen[root] = true;
-  while (!st.empty()) {
-    auto &[u, i] = st.back();
-    size_t first = u->op == Op::CALL ? 1 : 0;
-    if (i < first) i = first;
-    if (i < u->nsrc) {
-      const UOp *s = u->src(i++);
-      if (!seen[s]) {
-        seen[s] = true;
-        st.push_back({s, 0});
-      }
-      continue;
-    }
-    out.push_back(u);
-    st.pop_back();
-  }
-  return out;
 }
 
 void Evaluator::runKernels() {

@@ -28,30 +28,6 @@ bool isScalarParam(const UOp *u) {
   return u->op == Op::PARAM && (u->nsrc == 0 || (u->src(0)->op == Op::STACK && u->src(0)->nsrc == 0));
 }
 
-/// The nodes under root without entering CALL bodies, sources first (the interpreter's topLevelNodes).
-std::vector<const UOp *> topLevel(const UOp *root) {
-  std::vector<const UOp *> out;
-  std::unordered_map<const UOp *, bool> seen;
-  std::vector<std::pair<const UOp *, size_t>> st{{root, 0}};
-  seen[root] = true;
-  while (!st.empty()) {
-    auto &[u, i] = st.back();
-    size_t first = u->op == Op::CALL ? 1 : 0;
-    if (i < first) i = first;
-    if (i < u->nsrc) {
-      const UOp *s = u->src(i++);
-      if (!seen[s]) {
-        seen[s] = true;
-        st.push_back({s, 0});
-      }
-      continue;
-    }
-    out.push_back(u);
-    st.pop_back();
-  }
-  return out;
-}
-
 std::string kernelName(const UOp *call) {
   const Arg *info = call->src(0)->arg;
   if (info && info->kind == ArgKind::Record)
@@ -416,7 +392,7 @@ struct Builder {
   }
 
   void run() {
-    std::vector<const UOp *> nodes = topLevel(g.root);
+    std::vector<const UOp *> nodes = topLevelNodes(g.root);
     for (const UOp *u : nodes)
       if (u->op == Op::STORE || u->op == Op::STAGE || u->op == Op::REDUCE || u->op == Op::COPY || u->op == Op::MULTI)
         error(u, "the schedule needs a kernel graph: run kernel-split first");
@@ -463,13 +439,36 @@ void runSchedule(Graph &g) {
       tags[b.node] = c.argTuple(offs);
     }
   std::unordered_map<const UOp *, const UOp *> made;
-  for (const UOp *u : topLevel(g.root)) {
+  for (const UOp *u : topLevelNodes(g.root)) {
     std::vector<const UOp *> srcs(u->src().begin(), u->src().end());
     for (size_t i = u->op == Op::CALL ? 1 : 0; i < srcs.size(); ++i) srcs[i] = made.at(srcs[i]);
     auto it = tags.find(u);
     made[u] = c.make(u->op, u->dtype, srcs, u->arg, it != tags.end() ? it->second : u->tag);
   }
   g.root = made.at(g.root);
+}
+
+std::vector<const UOp *> topLevelNodes(const UOp *root) {
+  std::vector<const UOp *> out;
+  std::unordered_map<const UOp *, bool> seen;
+  std::vector<std::pair<const UOp *, size_t>> st{{root, 0}};
+  seen[root] = true;
+  while (!st.empty()) {
+    auto &[u, i] = st.back();
+    size_t first = u->op == Op::CALL ? 1 : 0;
+    if (i < first) i = first;
+    if (i < u->nsrc) {
+      const UOp *s = u->src(i++);
+      if (!seen[s]) {
+        seen[s] = true;
+        st.push_back({s, 0});
+      }
+      continue;
+    }
+    out.push_back(u);
+    st.pop_back();
+  }
+  return out;
 }
 
 } // namespace uopc

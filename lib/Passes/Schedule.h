@@ -94,6 +94,10 @@ inline constexpr int64_t kArenaAlign = 64;
 /// dependency cycle (a stale read), and for what cannot be sized.
 Schedule buildSchedule(const Graph &g);
 
+/// The nodes under root without entering CALL bodies, sources first (iterative). The order in which both
+/// the schedule and the interpreter take the top-level calls.
+std::vector<const UOp *> topLevelNodes(const UOp *root);
+
 /// `s` made safe as a file name and C identifier: [A-Za-z0-9_], not starting with a digit, never empty.
 std::string sanitizeName(std::string_view s);
 

@@ -5,6 +5,7 @@
 #include "IR/GraphIO.h"
 #include "IR/Records.h"
 #include "Interp/Evaluator.h"
+#include "Passes/Schedule.h"
 #include "Interp/Interpreter.h"
 #include "IR/ScalarOps.h"
 #include "Passes/PassManager.h"
@@ -112,7 +113,7 @@ const UOp *rawBuffer(const UOp *s) {
 std::vector<const UOp *> callOrder(const Graph &g) {
   std::vector<const UOp *> calls;
   std::unordered_map<const UOp *, size_t> idx;
-  for (const UOp *u : interp::topLevelNodes(g.root))
+  for (const UOp *u : topLevelNodes(g.root))
     if (u->op == Op::CALL) idx[u] = calls.size(), calls.push_back(u);
   std::vector<std::vector<size_t>> before(calls.size());
   for (size_t c = 0; c < calls.size(); ++c)
