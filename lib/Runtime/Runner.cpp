@@ -2,11 +2,14 @@
 #include "Runtime/Runner.h"
 
 #include "IR/Error.h"
+#include "Runtime/Cuda.h"
 #include "Targets/LLVMJit.h"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
+#include <climits>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -92,25 +95,14 @@ const Json &arrField(const Json &j, const char *key, const std::string &where) {
   return v;
 }
 
-struct AlignedFree {
-  void operator()(void *p) const { std::free(p); }
-};
-using Mem = std::unique_ptr<unsigned char, AlignedFree>;
-Mem allocate(int64_t bytes) {
-  size_t n = static_cast<size_t>(std::max<int64_t>(bytes, 1));
-  n = (n + 63) / 64 * 64;
-  void *p = std::aligned_alloc(64, n);
-  if (!p) throw std::bad_alloc();
-  std::memset(p, 0, n);
-  return Mem(static_cast<unsigned char *>(p));
-}
+// ---- the manifest, parsed and checked: what every backend runs ---------------------------------------
 
 struct Param {
   int64_t slot;
   std::string dtype, role;
   int64_t bytes;
   std::vector<std::string> devices;
-  std::vector<Mem> data; // per device
+  std::vector<size_t> deviceIndex; // per device of the slot: its index in Manifest::devices
 };
 struct Buffer {
   int64_t bytes;
@@ -122,21 +114,24 @@ struct Ref {
   size_t index; // into params / buffers
   size_t dev;
 };
-using Entry = void (*)(void **, const int64_t *);
 struct Step {
   bool isCopy = false;
-  std::string label;  // for --bench
+  std::string label;  // for --bench and messages
+  size_t device = 0;  // where it runs (a copy: the destination)
   std::string symbol; // kernels
   std::string file;
   std::vector<Ref> args;
   std::vector<std::string> vars;
-  Entry entry = nullptr;
+  std::vector<size_t> varIndex; // per entry of vars: its index in Manifest::vars
+  bool hasLaunch = false;       // "global" and "local" given (GPU targets)
+  std::array<uint32_t, 3> global{}, local{};
   Ref src{}, dst{};
   int64_t bytes = 0;
 };
 
-struct Program {
+struct Manifest {
   fs::path dir;
+  std::string target = "c";
   std::vector<std::string> devices;
   std::vector<int64_t> arenaBytes;
   std::vector<Param> params;
@@ -148,14 +143,6 @@ struct Program {
     int64_t min, max;
   };
   std::vector<Var> vars;
-  std::vector<Mem> arenas;
-  void *handle = nullptr;
-  std::string target = "c";
-  std::unique_ptr<KernelJit> jit; // target llvm: the kernels' modules, run in-process
-
-  ~Program() {
-    if (handle) dlclose(handle);
-  }
 
   size_t deviceIndex(const std::string &name, const std::string &where) const {
     auto it = std::find(devices.begin(), devices.end(), name);
@@ -183,10 +170,37 @@ struct Program {
   }
 
   int64_t bytesOf(const Ref &r) const { return r.isParam ? params[r.index].bytes : buffers[r.index].bytes; }
-  void *pointer(const Ref &r) const {
-    if (r.isParam) return params[r.index].data[r.dev].get();
-    const Buffer &b = buffers[r.index];
-    return arenas[b.devices[r.dev]].get() + b.offsets[r.dev];
+  /// The index (in `devices`) of the device whose memory holds `r`.
+  size_t deviceOf(const Ref &r) const {
+    return r.isParam ? params[r.index].deviceIndex[r.dev] : buffers[r.index].devices[r.dev];
+  }
+  /// "param 0 on CPU" / "buffer 3 on CPU:1", for messages.
+  std::string describe(const Ref &r) const {
+    return (r.isParam ? "param " + std::to_string(params[r.index].slot) : "buffer " + std::to_string(r.index)) + " on " +
+           devices[deviceOf(r)];
+  }
+
+  /// The distinct kernel files, in order of first use.
+  std::vector<std::string> kernelFiles() const {
+    std::vector<std::string> files;
+    for (const Step &s : steps)
+      if (!s.isCopy && std::find(files.begin(), files.end(), s.file) == files.end()) files.push_back(s.file);
+    return files;
+  }
+
+  /// "global"/"local" of a kernel step: three integers in [1, 2^31 - 1].
+  static std::array<uint32_t, 3> launchDims(const Json &s, const char *key, const std::string &where) {
+    const Json &v = arrField(s, key, where);
+    if (v.size() != 3) fail("manifest: " + where + "." + key + " must hold 3 integers, it holds " + std::to_string(v.size()));
+    std::array<uint32_t, 3> d{};
+    for (size_t i = 0; i < 3; ++i) {
+      std::string at = where + "." + key + "[" + std::to_string(i) + "]";
+      if (!v[i].is_number_integer()) fail("manifest: " + at + " is not an integer");
+      int64_t x = v[i].get<int64_t>();
+      if (x < 1 || x > INT32_MAX) fail("manifest: " + at + " is " + std::to_string(x) + ", not in [1, 2147483647]");
+      d[i] = static_cast<uint32_t>(x);
+    }
+    return d;
   }
 
   void parse(const std::string &path) {
@@ -200,8 +214,8 @@ struct Program {
     if (!m.is_object() || m.value("format", "") != "uopc-manifest") fail("'" + path + "' is not a uopc manifest");
     if (m.value("version", 0) != 1) fail("manifest '" + path + "': unsupported version (this uopc-run reads version 1)");
     target = strField(m, "target", "manifest");
-    if (target != "c" && target != "llvm")
-      fail("manifest '" + path + "': target '" + target + "' cannot run here (only 'c' and 'llvm' are supported)");
+    if (target != "c" && target != "llvm" && target != "ptx")
+      fail("manifest '" + path + "': target '" + target + "' cannot run here (only 'c', 'llvm' and 'ptx' are supported)");
     for (const Json &d : arrField(m, "devices", "manifest")) {
       devices.push_back(strField(d, "name", "device"));
       arenaBytes.push_back(intField(d, "arena_bytes", "device " + devices.back(), 0));
@@ -215,7 +229,7 @@ struct Program {
       q.bytes = intField(p, "bytes", where, 0);
       for (const Json &d : arrField(p, "devices", where)) {
         if (!d.is_string()) fail("manifest: " + where + ".devices holds a non-string");
-        deviceIndex(d.get<std::string>(), where);
+        q.deviceIndex.push_back(deviceIndex(d.get<std::string>(), where));
         q.devices.push_back(d.get<std::string>());
       }
       if (q.devices.empty()) fail("manifest: " + where + " lives on no device");
@@ -250,7 +264,7 @@ struct Program {
       std::string where = "step " + std::to_string(steps.size());
       std::string kind = strField(s, "kind", where);
       std::string device = strField(s, "device", where);
-      deviceIndex(device, where);
+      st.device = deviceIndex(device, where);
       if (kind == "copy") {
         st.isCopy = true;
         st.src = ref(field(s, "src", where), where + ".src");
@@ -271,16 +285,130 @@ struct Program {
         for (const Json &v : arrField(s, "vars", where)) {
           if (!v.is_string()) fail("manifest: " + where + ".vars holds a non-string");
           std::string name = v.get<std::string>();
-          if (std::none_of(vars.begin(), vars.end(), [&](const Var &x) { return x.name == name; }))
-            fail("manifest: " + where + " uses undeclared variable '" + name + "'");
+          auto it = std::find_if(vars.begin(), vars.end(), [&](const Var &x) { return x.name == name; });
+          if (it == vars.end()) fail("manifest: " + where + " uses undeclared variable '" + name + "'");
           st.vars.push_back(name);
+          st.varIndex.push_back(static_cast<size_t>(it - vars.begin()));
         }
         st.label = strField(s, "kernel", where) + " @ " + device;
+        // The launch geometry: required by GPU targets, checked wherever it is given.
+        bool hasGlobal = s.contains("global"), hasLocal = s.contains("local");
+        if (target == "ptx" && (!hasGlobal || !hasLocal))
+          fail("manifest: " + where + " (kernel " + st.label + ") has no '" + (hasGlobal ? "local" : "global") +
+               "': a ptx kernel step needs \"global\": [gx, gy, gz] (grid size, in blocks) and \"local\": [lx, ly, lz] "
+               "(threads per block)");
+        if (hasGlobal != hasLocal)
+          fail("manifest: " + where + " (kernel " + st.label + ") gives '" + (hasGlobal ? "global" : "local") +
+               "' without '" + (hasGlobal ? "local" : "global") + "'");
+        if (hasGlobal) {
+          st.hasLaunch = true;
+          st.global = launchDims(s, "global", where);
+          st.local = launchDims(s, "local", where);
+        }
       } else {
         fail("manifest: " + where + " has unknown kind '" + kind + "'");
       }
       steps.push_back(std::move(st));
     }
+  }
+};
+
+/// The contents of every given input, per slot, one string per device of the slot.
+using Inputs = std::map<int64_t, std::vector<std::string>>;
+
+/// What differs between running on this machine's CPU and on GPUs: memory, kernels, launches. The
+/// manifest, the checks of the request and all file I/O are shared (runManifest).
+class Backend {
+public:
+  virtual ~Backend() = default;
+  /// Compiles or loads the kernels and allocates every parameter (per device) and arena, zeroed.
+  virtual void prepare() = 0;
+  /// Sets every parameter: an input's contents where one was given, zeros elsewhere.
+  virtual void load(const Inputs &inputs) = 0;
+  /// Runs the steps in order and waits for them. `times` (one per step): adds each step's seconds.
+  virtual void run(const std::vector<int64_t> &varValues, std::vector<double> *times) = 0;
+  /// Copies device `dev` of parameter `param` (an index into Manifest::params) to `dst`.
+  virtual void read(size_t param, size_t dev, void *dst) = 0;
+};
+
+// ---- this machine's CPU: targets c (a cached shared object) and llvm (ORC JIT) ------------------------
+
+struct AlignedFree {
+  void operator()(void *p) const { std::free(p); }
+};
+using Mem = std::unique_ptr<unsigned char, AlignedFree>;
+Mem allocate(int64_t bytes) {
+  size_t n = static_cast<size_t>(std::max<int64_t>(bytes, 1));
+  n = (n + 63) / 64 * 64;
+  void *p = std::aligned_alloc(64, n);
+  if (!p) throw std::bad_alloc();
+  std::memset(p, 0, n);
+  return Mem(static_cast<unsigned char *>(p));
+}
+
+using Entry = void (*)(void **, const int64_t *);
+
+class CpuBackend final : public Backend {
+public:
+  explicit CpuBackend(const Manifest &m) : m_(m) {}
+  ~CpuBackend() override {
+    if (handle_) dlclose(handle_);
+  }
+
+  void prepare() override {
+    compile();
+    for (int64_t b : m_.arenaBytes) arenas_.push_back(allocate(b));
+    for (const Param &p : m_.params) {
+      data_.emplace_back();
+      for (size_t d = 0; d < p.devices.size(); ++d) data_.back().push_back(allocate(p.bytes));
+    }
+  }
+
+  void load(const Inputs &inputs) override {
+    for (size_t i = 0; i < m_.params.size(); ++i) {
+      const Param &q = m_.params[i];
+      auto it = inputs.find(q.slot);
+      for (size_t d = 0; d < q.devices.size(); ++d)
+        if (it != inputs.end()) std::memcpy(data_[i][d].get(), it->second[d].data(), static_cast<size_t>(q.bytes));
+        else std::memset(data_[i][d].get(), 0, static_cast<size_t>(q.bytes));
+    }
+  }
+
+  void run(const std::vector<int64_t> &varValues, std::vector<double> *times) override {
+    std::vector<void *> bufs;
+    std::vector<int64_t> vals;
+    for (size_t i = 0; i < m_.steps.size(); ++i) {
+      const Step &s = m_.steps[i];
+      auto t0 = std::chrono::steady_clock::now();
+      if (s.isCopy) {
+        std::memmove(pointer(s.dst), pointer(s.src), static_cast<size_t>(s.bytes));
+      } else {
+        bufs.clear();
+        vals.clear();
+        for (const Ref &r : s.args) bufs.push_back(pointer(r));
+        for (size_t k : s.varIndex) vals.push_back(varValues[k]);
+        entries_[i](bufs.data(), vals.data());
+      }
+      if (times) (*times)[i] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+  }
+
+  void read(size_t param, size_t dev, void *dst) override {
+    std::memcpy(dst, data_[param][dev].get(), static_cast<size_t>(m_.params[param].bytes));
+  }
+
+private:
+  const Manifest &m_;
+  std::vector<Mem> arenas_;
+  std::vector<std::vector<Mem>> data_; // per param, per device
+  std::vector<Entry> entries_;         // per step (null for copies)
+  void *handle_ = nullptr;
+  std::unique_ptr<KernelJit> jit_; // target llvm: the kernels' modules, run in-process
+
+  void *pointer(const Ref &r) const {
+    if (r.isParam) return data_[r.index][r.dev].get();
+    const Buffer &b = m_.buffers[r.index];
+    return arenas_[b.devices[r.dev]].get() + b.offsets[r.dev];
   }
 
   /// One C file of trampolines `void uopc_entry_<i>(void **bufs, const int64_t *vars)` calling each kernel
@@ -289,8 +417,8 @@ struct Program {
   std::string trampolines() const {
     std::ostringstream c;
     c << "/* generated by uopc-run: entry points of the kernels */\n#include <stdint.h>\n";
-    for (size_t i = 0; i < steps.size(); ++i) {
-      const Step &s = steps[i];
+    for (size_t i = 0; i < m_.steps.size(); ++i) {
+      const Step &s = m_.steps[i];
       if (s.isCopy) continue;
       std::string params, call;
       for (size_t a = 0; a < s.args.size(); ++a) {
@@ -309,11 +437,10 @@ struct Program {
   }
 
   void compile() {
-    std::vector<std::string> files;
-    for (const Step &s : steps)
-      if (!s.isCopy && std::find(files.begin(), files.end(), s.file) == files.end()) files.push_back(s.file);
+    entries_.assign(m_.steps.size(), nullptr);
+    std::vector<std::string> files = m_.kernelFiles();
     if (files.empty()) return;
-    if (target == "llvm") return jitCompile(files);
+    if (m_.target == "llvm") return jitCompile(files);
     std::string entry = trampolines();
     std::string cc = cCompiler();
     Hasher h;
@@ -321,10 +448,9 @@ struct Program {
     h.add(cc);
     for (const char *f : kKernelCFlags) h.add(f);
     h.add(entry);
-    std::vector<std::string> sources;
     for (const std::string &f : files) {
       h.add(f);
-      h.add(readWhole((dir / f).string(), "kernel source"));
+      h.add(readWhole((m_.dir / f).string(), "kernel source"));
     }
     fs::path cache = kernelCacheDir();
     std::error_code ec;
@@ -332,23 +458,25 @@ struct Program {
     if (ec) fail("cannot create the kernel cache '" + cache.string() + "': " + ec.message());
     fs::path so = cache / (h.hex() + ".so");
     if (!fs::exists(so, ec)) build(cache, so, h.hex(), entry, files);
-    handle = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!handle) fail(std::string("cannot load the compiled kernels: ") + dlerror());
-    for (size_t i = 0; i < steps.size(); ++i) {
-      if (steps[i].isCopy) continue;
+    handle_ = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle_) fail(std::string("cannot load the compiled kernels: ") + dlerror());
+    for (size_t i = 0; i < m_.steps.size(); ++i) {
+      if (m_.steps[i].isCopy) continue;
       std::string name = "uopc_entry_" + std::to_string(i);
-      void *p = dlsym(handle, name.c_str());
-      if (!p) fail("the compiled kernels lack " + name + " (" + steps[i].symbol + ")");
-      steps[i].entry = reinterpret_cast<Entry>(p);
+      void *p = dlsym(handle_, name.c_str());
+      if (!p) fail("the compiled kernels lack " + name + " (" + m_.steps[i].symbol + ")");
+      entries_[i] = reinterpret_cast<Entry>(p);
     }
   }
 
   /// Target llvm: every `.ll` module into one ORC JIT, one compiled trampoline per kernel step.
   void jitCompile(const std::vector<std::string> &files) {
-    jit = std::make_unique<KernelJit>();
-    for (const std::string &f : files) jit->addModule(readWhole((dir / f).string(), "kernel module"), f);
-    for (Step &s : steps)
-      if (!s.isCopy) s.entry = jit->entry(s.symbol, s.args.size(), s.vars.size());
+    jit_ = std::make_unique<KernelJit>();
+    for (const std::string &f : files) jit_->addModule(readWhole((m_.dir / f).string(), "kernel module"), f);
+    for (size_t i = 0; i < m_.steps.size(); ++i) {
+      const Step &s = m_.steps[i];
+      if (!s.isCopy) entries_[i] = jit_->entry(s.symbol, s.args.size(), s.vars.size());
+    }
   }
 
   void build(const fs::path &cache, const fs::path &so, const std::string &key, const std::string &entry,
@@ -360,7 +488,7 @@ struct Program {
     for (const char *f : kKernelCFlags) argv.push_back(f);
     argv.push_back("-o");
     argv.push_back(tmpSo.string());
-    for (const std::string &f : files) argv.push_back((dir / f).string());
+    for (const std::string &f : files) argv.push_back((m_.dir / f).string());
     argv.push_back(entryC.string());
     argv.push_back("-lm");
     std::vector<char *> cargv;
@@ -387,38 +515,159 @@ struct Program {
       fs::remove(log, ec);
       fs::remove(tmpSo, ec);
       if (msg.size() > 2000) msg = msg.substr(0, 2000) + "...";
-      fail("the C compiler failed on the kernels of '" + dir.string() + "':\n" + msg);
+      fail("the C compiler failed on the kernels of '" + m_.dir.string() + "':\n" + msg);
     }
     fs::remove(log, ec);
     fs::rename(tmpSo, so, ec);
     if (ec) fail("cannot store the compiled kernels in '" + so.string() + "': " + ec.message());
   }
+};
 
-  void allocateAll() {
-    for (int64_t b : arenaBytes) arenas.push_back(allocate(b));
-    for (Param &p : params)
-      for (size_t d = 0; d < p.devices.size(); ++d) p.data.push_back(allocate(p.bytes));
+// ---- NVIDIA GPUs through the CUDA driver: target ptx ---------------------------------------------------
+
+/// Manifest device i runs on GPU i % (number of GPUs): with one GPU every device of the manifest shares
+/// it, each keeping its own allocations. Each distinct .ptx file is JIT-compiled once per GPU. Steps go to
+/// each GPU's default stream in order; before a step runs on one GPU, pending work of every other GPU is
+/// waited for (kernels may read other devices' buffers, through peer access).
+class CudaBackend final : public Backend {
+public:
+  explicit CudaBackend(const Manifest &m) : m_(m) {}
+
+  void prepare() override {
+    cuda::init();
+    size_t count = static_cast<size_t>(cuda::deviceCount());
+    for (size_t d = 0; d < m_.devices.size(); ++d) {
+      size_t ordinal = d % count;
+      auto it = std::find_if(gpus_.begin(), gpus_.end(), [&](const auto &g) { return g->ordinal() == int(ordinal); });
+      if (it == gpus_.end()) {
+        gpus_.push_back(std::make_unique<cuda::Gpu>(static_cast<int>(ordinal)));
+        it = gpus_.end() - 1;
+      }
+      gpuOfDevice_.push_back(it->get());
+    }
+    for (size_t d = 0; d < m_.devices.size(); ++d) {
+      arenas_.push_back(std::make_unique<cuda::DeviceMemory>(*gpuOfDevice_[d], static_cast<size_t>(m_.arenaBytes[d]),
+                                                             "the arena of " + m_.devices[d]));
+      arenas_.back()->zero();
+    }
+    for (const Param &p : m_.params) {
+      data_.emplace_back();
+      for (size_t d = 0; d < p.devices.size(); ++d) {
+        data_.back().push_back(std::make_unique<cuda::DeviceMemory>(
+            *gpuOfDevice_[p.deviceIndex[d]], static_cast<size_t>(p.bytes),
+            "param " + std::to_string(p.slot) + " on " + p.devices[d]));
+        data_.back().back()->zero();
+      }
+    }
+    // Kernels: each file once per GPU, each symbol looked up in its step's GPU; argument addresses are
+    // fixed from here on.
+    std::map<std::pair<const cuda::Gpu *, std::string>, std::unique_ptr<cuda::Module>> modules;
+    std::map<std::string, std::string> sources;
+    functions_.assign(m_.steps.size(), nullptr);
+    for (size_t i = 0; i < m_.steps.size(); ++i) {
+      const Step &s = m_.steps[i];
+      whats_.push_back("step " + std::to_string(i) + " (" +
+                       (s.isCopy ? s.label : "kernel " + s.label + ", symbol " + s.symbol + " in " + s.file) + ")");
+    }
+    argPtrs_.assign(m_.steps.size(), {});
+    for (size_t i = 0; i < m_.steps.size(); ++i) {
+      const Step &s = m_.steps[i];
+      if (s.isCopy) continue;
+      const cuda::Gpu &gpu = *gpuOfDevice_[s.device];
+      auto key = std::make_pair(&gpu, s.file);
+      auto mod = modules.find(key);
+      if (mod == modules.end()) {
+        auto src = sources.find(s.file);
+        if (src == sources.end()) src = sources.emplace(s.file, readWhole((m_.dir / s.file).string(), "PTX module")).first;
+        mod = modules.emplace(key, std::make_unique<cuda::Module>(gpu, src->second, s.file)).first;
+      }
+      functions_[i] = mod->second->function(s.symbol);
+      for (const Ref &r : s.args) {
+        const cuda::Gpu &home = *gpuOfDevice_[m_.deviceOf(r)];
+        if (&home != &gpu)
+          gpu.enablePeerAccess(home, "step " + std::to_string(i) + " (kernel " + s.label + ") reads " + m_.describe(r));
+        argPtrs_[i].push_back(pointer(r));
+      }
+    }
+    for (auto &[key, mod] : modules) modules_.push_back(std::move(mod));
   }
 
-  void run(const std::vector<int64_t> &varValues, std::vector<double> *times) {
-    std::vector<void *> bufs;
-    std::vector<int64_t> vals;
-    for (size_t i = 0; i < steps.size(); ++i) {
-      const Step &s = steps[i];
-      auto t0 = std::chrono::steady_clock::now();
-      if (s.isCopy) {
-        std::memmove(pointer(s.dst), pointer(s.src), static_cast<size_t>(s.bytes));
-      } else {
-        bufs.clear();
-        vals.clear();
-        for (const Ref &r : s.args) bufs.push_back(pointer(r));
-        for (const std::string &v : s.vars)
-          for (size_t k = 0; k < vars.size(); ++k)
-            if (vars[k].name == v) vals.push_back(varValues[k]);
-        s.entry(bufs.data(), vals.data());
-      }
-      if (times) (*times)[i] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  void load(const Inputs &inputs) override {
+    for (size_t i = 0; i < m_.params.size(); ++i) {
+      const Param &q = m_.params[i];
+      auto it = inputs.find(q.slot);
+      for (size_t d = 0; d < q.devices.size(); ++d)
+        if (it != inputs.end()) data_[i][d]->upload(it->second[d].data(), static_cast<size_t>(q.bytes));
+        else data_[i][d]->zero();
     }
+  }
+
+  void run(const std::vector<int64_t> &varValues, std::vector<double> *times) override {
+    // The first (untimed) run waits after every step, so that a kernel's fault names its step.
+    bool checkEach = times == nullptr;
+    if (times && starts_.empty())
+      for (const Step &s : m_.steps) {
+        starts_.push_back(std::make_unique<cuda::Event>(*gpuOfDevice_[s.device]));
+        ends_.push_back(std::make_unique<cuda::Event>(*gpuOfDevice_[s.device]));
+      }
+    std::set<const cuda::Gpu *> busy;
+    std::vector<int64_t> vals;
+    std::vector<void *> params;
+    for (size_t i = 0; i < m_.steps.size(); ++i) {
+      const Step &s = m_.steps[i];
+      const cuda::Gpu &gpu = *gpuOfDevice_[s.device];
+      const std::string &what = whats_[i];
+      for (auto it = busy.begin(); it != busy.end();)
+        if (*it != &gpu) {
+          (*it)->synchronize("waiting for the steps before " + what);
+          it = busy.erase(it);
+        } else {
+          ++it;
+        }
+      if (times) starts_[i]->record();
+      if (s.isCopy) {
+        const cuda::Gpu &from = *gpuOfDevice_[m_.deviceOf(s.src)];
+        cuda::copy(gpu, pointer(s.dst), from, pointer(s.src), static_cast<size_t>(s.bytes),
+                   "running " + what + ", " + m_.describe(s.src) + " to " + m_.describe(s.dst));
+        busy.insert(&from);
+      } else {
+        vals.clear();
+        for (size_t k : s.varIndex) vals.push_back(varValues[k]);
+        params.clear();
+        for (cuda::CUdeviceptr &p : argPtrs_[i]) params.push_back(&p);
+        for (int64_t &v : vals) params.push_back(&v);
+        cuda::launch(gpu, functions_[i], s.global.data(), s.local.data(), params.data(), what);
+      }
+      if (times) ends_[i]->record();
+      busy.insert(&gpu);
+      if (checkEach) gpu.synchronize("running " + what);
+    }
+    for (const auto &g : gpus_) g->synchronize("running the steps");
+    if (times)
+      for (size_t i = 0; i < m_.steps.size(); ++i) (*times)[i] += ends_[i]->secondsSince(*starts_[i]);
+  }
+
+  void read(size_t param, size_t dev, void *dst) override {
+    data_[param][dev]->download(dst, static_cast<size_t>(m_.params[param].bytes));
+  }
+
+private:
+  const Manifest &m_;
+  // Declared first, destroyed last: everything below belongs to one of these contexts.
+  std::vector<std::unique_ptr<cuda::Gpu>> gpus_;
+  std::vector<const cuda::Gpu *> gpuOfDevice_; // per manifest device
+  std::vector<std::unique_ptr<cuda::DeviceMemory>> arenas_;
+  std::vector<std::vector<std::unique_ptr<cuda::DeviceMemory>>> data_; // per param, per device
+  std::vector<std::unique_ptr<cuda::Module>> modules_;
+  std::vector<cuda::CUfunction> functions_;              // per step (null for copies)
+  std::vector<std::vector<cuda::CUdeviceptr>> argPtrs_;  // per step: its arguments' addresses
+  std::vector<std::unique_ptr<cuda::Event>> starts_, ends_; // per step, for --bench
+  std::vector<std::string> whats_;                          // per step, for messages
+
+  cuda::CUdeviceptr pointer(const Ref &r) const {
+    if (r.isParam) return data_[r.index][r.dev]->ptr();
+    const Buffer &b = m_.buffers[r.index];
+    return arenas_[b.devices[r.dev]]->ptr() + static_cast<cuda::CUdeviceptr>(b.offsets[r.dev]);
   }
 };
 
@@ -436,15 +685,15 @@ std::string kernelCacheDir() {
 }
 
 void runManifest(const ManifestRunRequest &req, std::ostream &out) {
-  Program p;
-  p.parse(req.manifestPath);
+  Manifest m;
+  m.parse(req.manifestPath);
 
   // check every request against the manifest before compiling anything
   std::vector<int64_t> varValues;
   for (const auto &[name, value] : req.vars)
-    if (std::none_of(p.vars.begin(), p.vars.end(), [&](const Program::Var &v) { return v.name == name; }))
+    if (std::none_of(m.vars.begin(), m.vars.end(), [&](const Manifest::Var &v) { return v.name == name; }))
       fail("--var " + name + ": the manifest has no variable named '" + name + "'");
-  for (const Program::Var &v : p.vars) {
+  for (const Manifest::Var &v : m.vars) {
     auto it = req.vars.find(v.name);
     if (it == req.vars.end()) fail("variable '" + v.name + "' needs a value: pass --var " + v.name + "=VALUE");
     if (it->second < v.min || it->second > v.max)
@@ -452,18 +701,18 @@ void runManifest(const ManifestRunRequest &req, std::ostream &out) {
            ", " + std::to_string(v.max) + "]");
     varValues.push_back(it->second);
   }
-  auto paramFor = [&](int64_t slot, size_t nfiles, const char *flag) -> Param & {
-    auto it = p.paramOfSlot.find(slot);
-    if (it == p.paramOfSlot.end()) fail(std::string(flag) + " " + std::to_string(slot) + ": the manifest has no buffer slot " + std::to_string(slot));
-    Param &q = p.params[it->second];
+  auto paramFor = [&](int64_t slot, size_t nfiles, const char *flag) -> const Param & {
+    auto it = m.paramOfSlot.find(slot);
+    if (it == m.paramOfSlot.end()) fail(std::string(flag) + " " + std::to_string(slot) + ": the manifest has no buffer slot " + std::to_string(slot));
+    const Param &q = m.params[it->second];
     if (nfiles != q.devices.size())
       fail(std::string(flag) + " " + std::to_string(slot) + ": the slot lives on " + std::to_string(q.devices.size()) +
            " device(s), so it needs that many files, got " + std::to_string(nfiles));
     return q;
   };
-  std::map<int64_t, std::vector<std::string>> inputs;
+  Inputs inputs;
   for (const auto &[slot, files] : req.inputFiles) {
-    Param &q = paramFor(slot, files.size(), "--input");
+    const Param &q = paramFor(slot, files.size(), "--input");
     for (const std::string &f : files) {
       inputs[slot].push_back(readWhole(f, "input file"));
       if (static_cast<int64_t>(inputs[slot].back().size()) != q.bytes)
@@ -472,42 +721,42 @@ void runManifest(const ManifestRunRequest &req, std::ostream &out) {
              ") per device");
     }
   }
-  for (const Param &q : p.params)
+  for (const Param &q : m.params)
     if ((q.role == "input" || q.role == "inout") && !req.inputFiles.count(q.slot))
       fail("slot " + std::to_string(q.slot) + " is an " + q.role + " of the function: pass --input " +
            std::to_string(q.slot) + "=FILE" + (q.devices.size() > 1 ? "[,FILE...] (one per device)" : ""));
   for (const auto &[slot, files] : req.outputFiles) paramFor(slot, files.size(), "--output");
 
-  p.compile();
-  p.allocateAll();
-  auto load = [&] {
-    for (Param &q : p.params) {
-      auto it = inputs.find(q.slot);
-      for (size_t d = 0; d < q.devices.size(); ++d)
-        if (it != inputs.end()) std::memcpy(q.data[d].get(), it->second[d].data(), static_cast<size_t>(q.bytes));
-        else std::memset(q.data[d].get(), 0, static_cast<size_t>(q.bytes));
-    }
-  };
-  load();
-  p.run(varValues, nullptr);
+  std::unique_ptr<Backend> backend;
+  if (m.target == "ptx") backend = std::make_unique<CudaBackend>(m);
+  else backend = std::make_unique<CpuBackend>(m);
+  backend->prepare();
+  backend->load(inputs);
+  backend->run(varValues, nullptr);
+  std::vector<unsigned char> host;
   for (const auto &[slot, files] : req.outputFiles) {
-    const Param &q = p.params[p.paramOfSlot.at(slot)];
-    for (size_t d = 0; d < files.size(); ++d) writeWhole(files[d], q.data[d].get(), static_cast<size_t>(q.bytes));
+    size_t index = m.paramOfSlot.at(slot);
+    const Param &q = m.params[index];
+    host.resize(static_cast<size_t>(q.bytes));
+    for (size_t d = 0; d < files.size(); ++d) {
+      backend->read(index, d, host.data());
+      writeWhole(files[d], host.data(), host.size());
+    }
   }
   if (req.bench > 0) {
-    std::vector<double> times(p.steps.size(), 0.0);
+    std::vector<double> times(m.steps.size(), 0.0);
     std::vector<double> totals;
     for (int i = 0; i < req.bench; ++i) {
-      load();
-      std::vector<double> once(p.steps.size(), 0.0);
-      p.run(varValues, &once);
+      backend->load(inputs);
+      std::vector<double> once(m.steps.size(), 0.0);
+      backend->run(varValues, &once);
       double t = 0;
       for (size_t k = 0; k < once.size(); ++k) times[k] += once[k], t += once[k];
       totals.push_back(t);
     }
     out << "step  what                                  mean_us\n";
-    for (size_t k = 0; k < p.steps.size(); ++k)
-      out << std::left << std::setw(6) << k << std::setw(38) << p.steps[k].label << std::right << std::fixed
+    for (size_t k = 0; k < m.steps.size(); ++k)
+      out << std::left << std::setw(6) << k << std::setw(38) << m.steps[k].label << std::right << std::fixed
           << std::setprecision(2) << std::setw(10) << times[k] / req.bench * 1e6 << "\n";
     double sum = 0, best = totals.empty() ? 0 : *std::min_element(totals.begin(), totals.end());
     for (double t : totals) sum += t;

@@ -1,10 +1,13 @@
-//===- Runner.h - running a compiled graph (manifest.json) on this machine's CPU ===//
+//===- Runner.h - running a compiled graph (manifest.json) on this machine's CPU or GPUs ===//
 // `uopc-run out/manifest.json ...`: compiles the manifest's C kernels with the system C compiler into one
 // shared object (cached by a content hash of the sources and flags), allocates the buffers (the function's
 // parameters per device, and one arena per device for the intermediates), loads the inputs, runs the
 // steps in order (a copy is a memcpy between arenas), and writes the outputs. A manifest of target
 // "llvm" names `.ll` modules instead: they are parsed into LLVM's ORC JIT in-process (Targets/LLVMJit.h),
-// with no C compiler and no cache. Errors throw uopc::Error with one clear message.
+// with no C compiler and no cache. A manifest of target "ptx" names `.ptx` modules: they run on NVIDIA GPUs
+// through the CUDA driver API, loaded at run time (Runtime/Cuda.h); manifest device i maps to GPU i % count.
+// The manifest, the checks of the request and all file I/O are shared; the CPU and CUDA backends differ only
+// in memory, kernel loading and launches. Errors throw uopc::Error with one clear message.
 #pragma once
 
 #include <cstdint>

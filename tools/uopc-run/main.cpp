@@ -1,4 +1,4 @@
-//===- uopc-run - run a graph on this machine's CPU (the reference interpreter) ===//
+//===- uopc-run - run a compiled graph (CPU, or NVIDIA GPUs for ptx) or interpret one ===//
 // Exit codes: 0 success, 1 bad input (one message on stderr), 2 bad usage.
 #include "IR/Error.h"
 #include "Interp/Interpreter.h"
@@ -23,19 +23,20 @@ int usage(const std::string &msg) {
 } // namespace
 
 int main(int argc, char **argv) {
-  CLI::App app{"uopc-run: run a tinygrad UOp graph on this machine's CPU.\n"
+  CLI::App app{"uopc-run: run a tinygrad UOp graph on this machine's CPU (or its NVIDIA GPUs, for a ptx manifest).\n"
                "  uopc-run OUT/manifest.json --input SLOT=FILE[,FILE...] --output SLOT=FILE[,FILE...]\n"
                "           [--var NAME=VALUE] [--bench N]      run what `uopc GRAPH -o OUT` compiled\n"
                "  uopc-run --interpret GRAPH [--pass-pipeline P] --input SLOT=FILE[,FILE...]\n"
                "           --output SLOT=FILE[,FILE...] [--var NAME=VALUE]\n"
-               "Files are raw little-endian bytes, one per device of the slot, in the order of its devices.",
+               "Files are raw little-endian bytes, one per device of the slot, in the order of its devices.\n"
+               "A ptx manifest runs through the CUDA driver (libcuda.so.1, or $UOPC_LIBCUDA): device i on GPU i % count.",
                "uopc-run"};
   uopc::RunRequest req;
   std::vector<std::string> inputs, outputs, vars;
   bool listPasses = false;
   std::string manifest;
   int bench = 0;
-  app.add_option("manifest", manifest, "A manifest.json written by uopc: compile its C kernels and run them");
+  app.add_option("manifest", manifest, "A manifest.json written by uopc: compile (C), JIT (LLVM IR) or load (PTX) its kernels and run them");
   app.add_option("--bench", bench, "Manifest mode: after the run, run the steps N more times and print their times")
       ->check(CLI::Range(1, 1000000));
   app.add_option("--interpret", req.graphPath, "Evaluate this graph (JSON or .uopb) with the reference interpreter");
