@@ -79,27 +79,42 @@ int convertMain(int argc, char **argv) {
   return kExitOk;
 }
 
-bool haveBackend(const std::string &target) { return target == "c" || target == "llvm"; }
-
 std::string_view extension(const std::string &target) { return target == "c" ? "c" : target == "llvm" ? "ll" : "ptx"; }
 
+/// What the user asked of the backends beyond the target.
+struct BackendOptions {
+  bool allowCustom = false;     ///< C target: render CUSTOM ops (their C is pasted into the kernel)
+  bool gridOnHost = false;      ///< LLVM target: run the GPU thread mapping on the host
+  std::string gpuArch = "sm_80"; ///< PTX target
+};
+
 /// Renders every kernel step (one source per kernel and device, `_device_num` bound to the step's) and
-/// records the symbol each exports.
-void emitKernels(Graph &g, const Schedule &s, const std::string &target, std::vector<KernelArtifact> &artifacts,
-                 OutputDir &out) {
-  if (!haveBackend(target)) fail("the '" + target + "' backend is not implemented yet");
+/// records the symbol each exports and, for the GPU mappings, its launch. With no `out`, only the latter:
+/// `--emit manifest` of a GPU mapping needs the launches, not the sources.
+void emitKernels(Graph &g, const Schedule &s, const std::string &target, const BackendOptions &opts,
+                 std::vector<KernelArtifact> &artifacts, OutputDir *out) {
   for (size_t i = 0; i < s.steps.size(); ++i) {
     const SchedStep &st = s.steps[i];
     if (st.kind != SchedStep::Kind::Kernel) continue;
-    if (target == "llvm") {
-      EmittedLLVMKernel k = emitLLVMKernel(*g.ctx, st.call, st.deviceNum, artifacts[i].symbol);
-      artifacts[i].symbol = k.symbol;
-      out.write(artifacts[i].file, k.ir);
+    KernelArtifact &a = artifacts[i];
+    if (target == "c") {
+      EmittedKernel k = emitCKernel(*g.ctx, st.call, st.deviceNum, a.symbol, CEmitOptions{opts.allowCustom});
+      a.symbol = k.symbol;
+      if (out) out->write(a.file, k.source);
       continue;
     }
-    EmittedKernel k = emitCKernel(*g.ctx, st.call, st.deviceNum, artifacts[i].symbol);
-    artifacts[i].symbol = k.symbol;
-    out.write(artifacts[i].file, k.source);
+    LLVMEmitOptions lo;
+    lo.gpuArch = opts.gpuArch;
+    lo.mapping = target == "ptx"    ? LLVMEmitOptions::Mapping::PTX
+                 : opts.gridOnHost ? LLVMEmitOptions::Mapping::GridOnHost
+                                   : LLVMEmitOptions::Mapping::Loops;
+    EmittedLLVMKernel k = emitLLVMKernel(*g.ctx, st.call, st.deviceNum, a.symbol, lo);
+    a.symbol = k.symbol;
+    if (k.launch) {
+      a.global = k.launch->global;
+      a.local = k.launch->local;
+    }
+    if (out) out->write(a.file, target == "ptx" ? k.ptx : k.ir);
   }
 }
 
@@ -110,12 +125,20 @@ int compileMain(int argc, char **argv) {
                "uopc"};
   std::string input, outDir, target = "c", pipelineText, emit;
   bool listPasses = false;
+  BackendOptions backend;
   int verbosity = 0;
   std::string level;
   PassManagerOptions pm;
   app.add_option("graph", input, "Graph document (JSON or .uopb, detected by content)");
   app.add_option("-o,--output", outDir, "Output directory (written atomically)");
-  app.add_option("--target", target, "Kernel language")->check(CLI::IsMember({"c", "llvm", "ptx"}));
+  app.add_option("--target", target, "Kernel language: c (default), llvm (IR, run through ORC) or ptx (NVPTX)")
+      ->check(CLI::IsMember({"c", "llvm", "ptx"}));
+  app.add_option("--gpu-arch", backend.gpuArch, "PTX target: the GPU architecture (default sm_80)");
+  app.add_flag("--allow-custom", backend.allowCustom,
+               "C target: render CUSTOM ops, whose C source comes from the graph (refused otherwise)");
+  app.add_flag("--grid-on-host", backend.gridOnHost,
+               "LLVM target: compile the PTX target's thread mapping for this CPU (each kernel loops over its "
+               "grid): checks the GPU mapping without a GPU");
   app.add_option("--pass-pipeline", pipelineText, "Comma-separated passes (default: the full pipeline)");
   app.add_option("--emit", emit,
                  "What to write: 'kernels' (default) the kernel sources and manifest.json, 'manifest' only "
@@ -159,9 +182,9 @@ int compileMain(int argc, char **argv) {
   if (emit.empty()) emit = "kernels";
 
   try {
-    // Refuse before doing any work what cannot be produced yet: no partial output either way.
-    if (emit == "kernels" && !haveBackend(target))
-      fail("the '" + target + "' backend is not implemented yet; use --emit graph or --emit manifest");
+    // Refuse before doing any work what cannot be produced: no partial output either way.
+    if (backend.gridOnHost && target != "llvm") fail("--grid-on-host needs --target llvm");
+    if (target == "ptx") checkGpuArch(backend.gpuArch);
     spdlog::info("reading {}", input);
     Graph g = readGraphFile(input);
     spdlog::info("running {} passes", pipeline.size());
@@ -174,7 +197,8 @@ int compileMain(int argc, char **argv) {
       std::vector<KernelArtifact> artifacts(s.steps.size());
       for (size_t i = 0; i < s.steps.size(); ++i)
         if (s.steps[i].kind == SchedStep::Kind::Kernel) artifacts[i] = defaultArtifact(s, s.steps[i], extension(target));
-      if (emit == "kernels") emitKernels(g, s, target, artifacts, out);
+      if (emit == "kernels") emitKernels(g, s, target, backend, artifacts, &out);
+      else if (target == "ptx" || backend.gridOnHost) emitKernels(g, s, target, backend, artifacts, nullptr);
       out.write("manifest.json", manifestJson(s, target, artifacts));
     }
     out.commit();

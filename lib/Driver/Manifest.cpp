@@ -98,6 +98,8 @@ std::string manifestJson(const Schedule &s, std::string_view target, const std::
       for (const BufRef &r : st.args) args.push_back(bufRef(s, r));
       j["args"] = args;
       j["vars"] = st.vars;
+      if (artifacts.at(i).global) j["global"] = *artifacts.at(i).global;
+      if (artifacts.at(i).local) j["local"] = *artifacts.at(i).local;
     }
     steps.push_back(j);
   }

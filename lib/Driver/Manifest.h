@@ -8,6 +8,9 @@
 
 #include "Passes/Schedule.h"
 
+#include <array>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,6 +21,8 @@ namespace uopc {
 struct KernelArtifact {
   std::string file;   ///< relative to the output directory: kernels/<device dir>/<kernel>.<ext>
   std::string symbol; ///< the exported function
+  /// GPU mappings: blocks per grid and threads per block (the manifest's "global" and "local").
+  std::optional<std::array<int64_t, 3>> global, local;
 };
 
 /// The default artifact of a kernel step: kernels/<device dir>/<kernel>.<ext>, symbol <kernel>_<device dir>.

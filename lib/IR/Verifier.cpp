@@ -84,6 +84,8 @@ const Row kRows[] = {
     {Op::TUPLE,                  {0,   kAny, Res::Void,    Srcs::Any,         ArgK::Any}},
     {Op::GETTUPLE,               {1,   1,    Res::Any,     Srcs::Any,         ArgK::Int}},
     {Op::CUSTOM_FUNCTION,        {0,   kAny, Res::Void,    Srcs::Any,         ArgK::String}},
+    {Op::CUSTOM,                 {0,   kAny, Res::Any,     Srcs::Any,         ArgK::String}},
+    {Op::CUSTOMI,                {0,   kAny, Res::Any,     Srcs::Any,         ArgK::String}},
     {Op::SPECIAL,                {1,   1,    Res::Int,     Srcs::Src0Matches, ArgK::String}},
     {Op::RANGE,                  {1,   kAny, Res::Any,     Srcs::Any,         ArgK::Range}},
     {Op::INDEX,                  {1,   kAny, Res::Any,     Srcs::Any,         ArgK::Any}},

@@ -178,6 +178,8 @@ ValuePtr Evaluator::eval(const UOp *u) {
   case Op::CONST: return evalConst(u);
   case Op::PARAM: return evalParam(u);
   case Op::STACK: return evalStack(u);
+  case Op::CUSTOM: case Op::CUSTOMI: // C code in the graph: only a C target can run it
+    error(u, "the interpreter does not support " + std::string(opName(u->op)) + " nodes (their arg is C code)");
   case Op::RESHAPE: case Op::EXPAND: case Op::PAD: case Op::SHRINK: case Op::PERMUTE: case Op::FLIP:
   case Op::MULTI: return std::make_shared<Value>(movement(u, val(u, u->src(0)), false));
   case Op::REDUCE: return evalReduce(u);

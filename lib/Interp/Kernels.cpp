@@ -203,6 +203,8 @@ struct KernelEval {
       DType in = u->op == Op::WHERE ? u->src(1)->dtype : u->src(0)->dtype;
       return {axes, dims, elementwise(u->op, u->dtype, in, operands, dims)};
     }
+    if (u->op == Op::CUSTOM || u->op == Op::CUSTOMI) // C code in the graph: only a C target can run it
+      error(u, "the interpreter does not support " + std::string(opName(u->op)) + " nodes (their arg is C code)");
     error(u, "the kernel interpreter does not support this op");
   }
 

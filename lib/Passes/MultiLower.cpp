@@ -293,7 +293,7 @@ const UOp *lowerSharded(Match &m) {
     return multi(ctx, ctx.make(Op::STACK, u->dtype, srcs, u->arg), na);
   }
   default:
-    if (isALU(u->op)) {
+    if (isALU(u->op) || ((u->op == Op::CUSTOM || u->op == Op::CUSTOMI) && u->dtype != DType::Void)) { // elementwise
       const Shape &out = st.shape(u);
       int na = alignedAxis(st, u->src(), out.size());
       int64_t nd = 0;

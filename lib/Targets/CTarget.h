@@ -38,13 +38,22 @@ struct EmittedKernel {
   std::string summary; ///< one line saying what the kernel computes (also the source's first comment)
 };
 
+/// What the caller allows the C emitter to do beyond the defaults.
+struct CEmitOptions {
+  /// Render CUSTOM/CUSTOMI ops: their argument is a C format string ("{0} + {1}") pasted into the kernel
+  /// with its sources substituted. Off by default: a graph must not inject code unless the user says so
+  /// (`uopc --allow-custom`).
+  bool allowCustom = false;
+};
+
 /// Renders one kernel CALL (its SINK body) as self-contained C11 with one exported function (see the file
 /// comment), `_device_num` bound to deviceNum. Works on a kernel before or after the `codegen` pass: it
 /// binds `_device_num` and runs the same index simplification itself, so an unlowered kernel is fine.
 /// New nodes are made in ctx (the graph's Context). Throws uopc::Error naming the node for what it cannot
-/// render: a COPY call (copies are the runner's memcpy), CUSTOM ops, dtypes other than bool, the sized
-/// integers, float16, bfloat16, float32 and float64.
-EmittedKernel emitCKernel(Context &ctx, const UOp *kernelCall, int64_t deviceNum, std::string_view name);
+/// render: a COPY call (copies are the runner's memcpy), CUSTOM ops (unless options.allowCustom), dtypes
+/// other than bool, the sized integers, float16, bfloat16, float32 and float64.
+EmittedKernel emitCKernel(Context &ctx, const UOp *kernelCall, int64_t deviceNum, std::string_view name,
+                          const CEmitOptions &options = {});
 
 /// The symbolic variables (names, sorted, `_device_num` excluded) a kernel takes as int64_t arguments.
 std::vector<std::string> kernelVariables(const UOp *kernelCall);

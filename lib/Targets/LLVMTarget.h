@@ -13,27 +13,63 @@
 // buffers hold their bits (i16), bool buffers one byte. EXP2/LOG2/SIN/POW become LLVM's intrinsics on
 // double (the libm functions at run time, as the C target calls them).
 //
+// GPU mapping (Mapping::PTX, and Mapping::GridOnHost which runs the same mapping on the CPU): each store's
+// END ranges of constant size become one global thread id, gid = ctaid.x * ntid.x + tid.x, decomposed
+// with the innermost range fastest (consecutive threads touch consecutive elements); a store whose ranges
+// cover fewer threads than the launch is guarded by `gid < its count`. Ranges of symbolic size, REDUCE
+// ranges and ranges a store does not END stay loops inside the thread: a reduction runs per thread. A
+// kernel whose stores could see each other's writes (one store reads a buffer another writes, or reads
+// its own output at another index) keeps every loop and runs as one thread: the CPU order is the meaning.
+// The launch is 1-D: local = min(threads, 256), global = ceil(threads / local) blocks.
+//
+// PTX (NVPTX backend, `--gpu-arch sm_XX`): the kernel is an `.entry` with the same arguments as above
+// (device pointers, then i64 variables). EXP2/LOG2/SIN/POW call CUDA's libdevice (__nv_exp2 & co, linked
+// from $UOPC_LIBDEVICE or the CUDA toolkit's nvvm/libdevice/libdevice.10.bc): a kernel that needs one
+// where libdevice is absent is refused with a message saying so.
+//
 // This header has no LLVM types: LLVM headers stay inside lib/Targets.
 #pragma once
 
 #include "IR/UOp.h"
 
+#include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
 namespace uopc {
 
-struct EmittedLLVMKernel {
-  std::string ir;      ///< the module's textual IR, its first line a comment with the summary
-  std::string symbol;  ///< the exported function's name (sanitizeCName(name))
-  std::string summary; ///< one line saying what the kernel computes
+struct LLVMEmitOptions {
+  enum class Mapping {
+    Loops,      ///< host code: every range a loop (`--target llvm`)
+    GridOnHost, ///< host code running the GPU mapping: the function loops over the launch's threads, last first
+    PTX,        ///< NVPTX: the GPU mapping, assembled to PTX (`--target ptx`)
+  };
+  Mapping mapping = Mapping::Loops;
+  bool optimize = true;       ///< false: the module as built (verified, not optimized), for reading
+  std::string gpuArch = "sm_80"; ///< the NVPTX processor (PTX only)
 };
 
-/// Renders one kernel CALL as one verified, -O2 optimized LLVM module (see the file comment). Throws
-/// uopc::Error naming the node for what it cannot render, as emitCKernel does. `optimize` false leaves
-/// the module as built (verified, not optimized): for reading and debugging.
+/// A GPU launch: blocks per grid and threads per block (CUDA gridDim / blockDim).
+struct GpuLaunch {
+  std::array<int64_t, 3> global{1, 1, 1}, local{1, 1, 1};
+};
+
+struct EmittedLLVMKernel {
+  std::string ir;      ///< the module's textual IR, its first line a comment with the summary
+  std::string ptx;     ///< Mapping::PTX: the PTX assembly, its first line a comment with the summary
+  std::string symbol;  ///< the exported function's name (sanitizeCName(name))
+  std::string summary; ///< one line saying what the kernel computes
+  std::optional<GpuLaunch> launch; ///< the GPU mappings: how to launch it
+};
+
+/// Renders one kernel CALL as one verified, -O2 optimized LLVM module (see the file comment), and for
+/// Mapping::PTX its PTX. Throws uopc::Error naming the node for what it cannot render, as emitCKernel does.
 EmittedLLVMKernel emitLLVMKernel(Context &ctx, const UOp *kernelCall, int64_t deviceNum, std::string_view name,
-                                 bool optimize = true);
+                                 const LLVMEmitOptions &options = {});
+
+/// Throws uopc::Error unless `arch` names a processor LLVM's NVPTX backend knows (sm_50 ... sm_90a).
+void checkGpuArch(const std::string &arch);
 
 } // namespace uopc

@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
-"""End-to-end conformance of a kernel target (C by default, or --target llvm): for every corpus case,
+"""End-to-end conformance of a kernel target (C by default, --target llvm or ptx): for every corpus case,
 `uopc graph.json -o OUT --target T` (kernels + manifest),
 then `uopc-run OUT/manifest.json --input ... --output ... [--var ...]`, and compare the written buffers with
 tinygrad's own results (`expected` in case.json), the way run_interpret.py does (floats within the case's
 tolerance, NaN equal to NaN, integers and bools exactly).
 
 One line per case (PASS/FAIL with the reason), then a final `N passed, M failed[, K skipped]`. Exits 1 when
-the pass rate is below --min-pass-rate. Without a corpus it prints a visible skip line and exits 0.
+the pass rate is below --min-pass-rate. Without a corpus it prints a visible skip line and exits 0. With
+--target ptx on a machine without a usable GPU (uopc-run says so on the first case) it prints a SKIP line
+and exits 77, which ctest reports as skipped.
 """
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -18,6 +21,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from run_interpret import compare  # noqa: E402  (the shared comparison of buffers)
+
+
+NO_GPU = re.compile(r"no NVIDIA driver|no usable GPU|no CUDA device", re.IGNORECASE)
 
 
 def last_line(text: str) -> str:
@@ -37,7 +43,7 @@ def run_case(case_dir: str, args, env) -> tuple:
     with tempfile.TemporaryDirectory(prefix=f"uopc-{args.target}-") as tmp:
         out = os.path.join(tmp, "out")
         try:
-            proc = subprocess.run([args.uopc, graph, "-o", out, "--target", args.target], capture_output=True, text=True,
+            proc = subprocess.run([args.uopc, graph, "-o", out, "--target", args.target] + args.uopc_flag, capture_output=True, text=True,
                                   timeout=args.timeout, env=env)
         except subprocess.TimeoutExpired:
             return "FAIL", f"uopc timed out after {args.timeout}s"
@@ -101,7 +107,9 @@ def main() -> int:
     ap.add_argument("--uopc", required=True, help="the uopc binary")
     ap.add_argument("--uopc-run", required=True, help="the uopc-run binary")
     ap.add_argument("--corpus", default=os.environ.get("UOPC_CORPUS", ""), help="corpus directory (default $UOPC_CORPUS)")
-    ap.add_argument("--target", default="c", choices=["c", "llvm"], help="kernel target (default c)")
+    ap.add_argument("--target", default="c", choices=["c", "llvm", "ptx"], help="kernel target (default c)")
+    ap.add_argument("--uopc-flag", action="append", default=[],
+                    help="an extra uopc flag (repeatable), e.g. --uopc-flag=--grid-on-host")
     ap.add_argument("--perf", action="store_true", help="also run the perf set")
     ap.add_argument("--filter", default="", help="only cases whose name contains this")
     ap.add_argument("--cache-dir", default="", help="XDG_CACHE_HOME for uopc-run's compiled kernels (default: inherited)")
@@ -124,6 +132,12 @@ def main() -> int:
         if os.path.isdir(root):
             cases += [(f"{s}/{name}", os.path.join(root, name)) for name in sorted(os.listdir(root))
                       if os.path.isdir(os.path.join(root, name)) and args.filter in name]
+    if args.target == "ptx" and cases:
+        # The first case tells whether this machine can run PTX at all.
+        first = run_case(cases[0][1], args, env)
+        if first[0] == "FAIL" and NO_GPU.search(first[1]):
+            print(f"SKIP corpus-ptx: {first[1]}")
+            return 77
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         results = list(pool.map(lambda c: run_case(c[1], args, env), cases))
     counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}

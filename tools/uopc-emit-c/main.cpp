@@ -1,7 +1,8 @@
 //===- uopc-emit-c - prints the C of every kernel of a graph (for tests and reading) ===//
-// uopc-emit-c GRAPH [--pass-pipeline P]: runs P (default: through kernel-split and codegen) and prints,
-// for each kernel CALL and each device of the buffer it writes, the C that emitCKernel renders. Copies
-// are listed as comments. Exit 1 with `uopc-emit-c: error: ...` on bad input.
+// uopc-emit-c GRAPH [--pass-pipeline P] [--allow-custom]: runs P (default: through kernel-split and
+// codegen) and prints, for each kernel CALL and each device of the buffer it writes, the C that emitCKernel
+// renders. Copies are listed as comments. CUSTOM/CUSTOMI ops (C code in the graph) are refused unless
+// --allow-custom. Exit 1 with `uopc-emit-c: error: ...` on bad input.
 #include "IR/Error.h"
 #include "IR/GraphIO.h"
 #include "IR/Records.h"
@@ -17,15 +18,17 @@ using namespace uopc;
 
 int main(int argc, char **argv) {
   std::string graph, pipeline = "verify,invalid-pad,multi-lower,reduce-identity,rangeify,kernel-split,codegen";
+  CEmitOptions options;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--pass-pipeline") && i + 1 < argc) pipeline = argv[++i];
+    else if (!std::strcmp(argv[i], "--allow-custom")) options.allowCustom = true;
     else if (argv[i][0] == '-') {
-      std::cerr << "usage: uopc-emit-c GRAPH [--pass-pipeline P]\n";
+      std::cerr << "usage: uopc-emit-c GRAPH [--pass-pipeline P] [--allow-custom]\n";
       return 2;
     } else graph = argv[i];
   }
   if (graph.empty()) {
-    std::cerr << "usage: uopc-emit-c GRAPH [--pass-pipeline P]\n";
+    std::cerr << "usage: uopc-emit-c GRAPH [--pass-pipeline P] [--allow-custom]\n";
     return 2;
   }
   try {
@@ -44,7 +47,7 @@ int main(int argc, char **argv) {
       while (raw->op == Op::AFTER) raw = raw->src(0);
       size_t nd = std::max<size_t>(1, ParamArg::decode(raw->arg).devices.size());
       for (size_t d = 0; d < nd; ++d) {
-        EmittedKernel k = emitCKernel(*g.ctx, u, static_cast<int64_t>(d), "k" + std::to_string(n) + (nd > 1 ? "_dev" + std::to_string(d) : ""));
+        EmittedKernel k = emitCKernel(*g.ctx, u, static_cast<int64_t>(d), "k" + std::to_string(n) + (nd > 1 ? "_dev" + std::to_string(d) : ""), options);
         std::cout << k.source << "\n";
       }
       ++n;

@@ -1,8 +1,10 @@
 //===- uopc-emit-llvm - prints the LLVM IR of every kernel of a graph (for tests and reading) ===//
-// uopc-emit-llvm GRAPH [--pass-pipeline P] [--no-opt]: runs P (default: through kernel-split and codegen)
-// and prints, for each kernel CALL and each device of the buffer it writes, the module emitLLVMKernel
-// builds: optimized at -O2 for this machine (what `uopc --target llvm` writes), or with --no-opt as built
-// (verified, not optimized: the emitter's own structure, the same on every machine). Copies are listed as
+// uopc-emit-llvm GRAPH [--pass-pipeline P] [--no-opt] [--grid-on-host | --ptx [--gpu-arch sm_XX] [--nvptx-ir]]:
+// runs P (default: through kernel-split and codegen) and prints, for each kernel CALL and each device of
+// the buffer it writes, the module emitLLVMKernel builds: optimized at -O2 for this machine (what `uopc
+// --target llvm` writes), or with --no-opt as built (verified, not optimized: the emitter's own structure,
+// the same on every machine). --grid-on-host: the GPU thread mapping on the host; --ptx: the PTX that
+// `uopc --target ptx` writes (--nvptx-ir: the optimized NVPTX module instead). Copies are listed as
 // comments. Exit 1 with `uopc-emit-llvm: error: ...` on bad input.
 #include "IR/Error.h"
 #include "IR/GraphIO.h"
@@ -19,11 +21,17 @@ using namespace uopc;
 
 int main(int argc, char **argv) {
   std::string graph, pipeline = "verify,invalid-pad,multi-lower,reduce-identity,rangeify,kernel-split,codegen";
-  bool optimize = true;
-  const char *usage = "usage: uopc-emit-llvm GRAPH [--pass-pipeline P] [--no-opt]\n";
+  LLVMEmitOptions options;
+  bool nvptxIR = false;
+  const char *usage = "usage: uopc-emit-llvm GRAPH [--pass-pipeline P] [--no-opt] [--grid-on-host | --ptx "
+                      "[--gpu-arch sm_XX] [--nvptx-ir]]\n";
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--pass-pipeline") && i + 1 < argc) pipeline = argv[++i];
-    else if (!std::strcmp(argv[i], "--no-opt")) optimize = false;
+    else if (!std::strcmp(argv[i], "--no-opt")) options.optimize = false;
+    else if (!std::strcmp(argv[i], "--grid-on-host")) options.mapping = LLVMEmitOptions::Mapping::GridOnHost;
+    else if (!std::strcmp(argv[i], "--ptx")) options.mapping = LLVMEmitOptions::Mapping::PTX;
+    else if (!std::strcmp(argv[i], "--nvptx-ir")) nvptxIR = true;
+    else if (!std::strcmp(argv[i], "--gpu-arch") && i + 1 < argc) options.gpuArch = argv[++i];
     else if (argv[i][0] == '-') {
       std::cerr << usage;
       return 2;
@@ -50,8 +58,9 @@ int main(int argc, char **argv) {
       size_t nd = std::max<size_t>(1, ParamArg::decode(raw->arg).devices.size());
       for (size_t d = 0; d < nd; ++d) {
         EmittedLLVMKernel k = emitLLVMKernel(*g.ctx, u, static_cast<int64_t>(d),
-                                             "k" + std::to_string(n) + (nd > 1 ? "_dev" + std::to_string(d) : ""), optimize);
-        std::cout << k.ir << "\n";
+                                             "k" + std::to_string(n) + (nd > 1 ? "_dev" + std::to_string(d) : ""), options);
+        bool printPTX = options.mapping == LLVMEmitOptions::Mapping::PTX && !nvptxIR;
+        std::cout << (printPTX ? k.ptx : k.ir) << "\n";
       }
       ++n;
     }

@@ -279,8 +279,8 @@ const UOp *Lowerer::plan(Frame &f) {
     for (size_t k = u->nsrc; k-- > 0;) f.reqs.push_back({u->src(k), rest}); // last source first
     return nullptr;
   }
-  if (isElementwise(u->op)) {
-    for (const UOp *x : u->src()) {
+  if (isElementwise(u->op) || ((u->op == Op::CUSTOM || u->op == Op::CUSTOMI) && u->dtype != DType::Void)) {
+    for (const UOp *x : u->src()) { // CUSTOM/CUSTOMI values are elementwise over their sources
       Shape t = x->op == Op::CONST ? Shape{} : shapeOf(x);
       size_t off = s.size() - t.size();
       Idx j(t.size());
@@ -452,7 +452,7 @@ std::optional<int64_t> recomputeCost(const UOp *x, const std::function<bool(cons
     bool d = false;
     for (const UOp *s : u->src()) d |= data[s];
     data[u] = d;
-    if (d && (isElementwise(u->op) || u->op == Op::PAD)) ++cost;
+    if (d && (isElementwise(u->op) || u->op == Op::PAD || u->op == Op::CUSTOM || u->op == Op::CUSTOMI)) ++cost;
   }
   return cost;
 }

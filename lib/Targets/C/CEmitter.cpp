@@ -4,7 +4,9 @@
 // inner store loop runs once per outer iteration), a REDUCE becomes an accumulator and its own loops.
 // Every value carries a validity expression beside it ("" when always valid): Invalid constants, gates
 // and out-of-bounds indices make it, ALU ops AND it, a load is only performed where it holds, a store
-// only happens where it holds (see CTarget.h for the semantics).
+// only happens where it holds (see CTarget.h for the semantics). CUSTOM/CUSTOMI (only with
+// CEmitOptions::allowCustom) paste their format string with the sources' C expressions substituted:
+// CUSTOMI inline (parenthesized), CUSTOM as a `const` local, a void CUSTOM as a statement of its own.
 #include "Targets/CTarget.h"
 
 #include "IR/Error.h"
@@ -31,7 +33,87 @@ using ctarget::Helper;
 using interp::Word;
 
 [[noreturn]] void failAt(const UOp *u, const std::string &msg) {
-  fail("C target: UOp #" + std::to_string(u->index) + " (" + std::string(opName(u->op)) + "): " + msg);
+  std::string what(opName(u->op));
+  if ((u->op == Op::CUSTOM || u->op == Op::CUSTOMI) && u->arg && u->arg->kind == ArgKind::String) {
+    std::string_view f = u->arg->str(); // the format string says which CUSTOM it is (node numbers change)
+    std::string q;
+    for (char ch : f.substr(0, 60)) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned char>(ch));
+      q += ch == '"' || ch == '\\' ? std::string("\\") + ch
+           : ch == '\n'               ? std::string("\\n")
+           : static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f ? std::string(buf)
+                                                                  : std::string(1, ch);
+    }
+    what += " \"" + q + (f.size() > 60 ? "...\"" : "\"");
+  }
+  fail("C target: UOp #" + std::to_string(u->index) + " (" + what + "): " + msg);
+}
+
+/// e in parentheses, unless one pair already encloses all of it (not judged through C literals).
+std::string parenthesize(const std::string &e) {
+  if (e.size() >= 2 && e.front() == '(' && e.back() == ')' && e.find_first_of("'\"") == std::string::npos) {
+    int depth = 0;
+    size_t i = 0;
+    for (; i < e.size(); ++i) {
+      depth += e[i] == '(' ? 1 : e[i] == ')' ? -1 : 0;
+      if (depth == 0) break;
+    }
+    if (i == e.size() - 1) return e;
+  }
+  return "(" + e + ")";
+}
+
+/// The C text of a CUSTOM/CUSTOMI node: its string arg read as a Python format string ("{0} + {1}",
+/// "{}" numbering automatically, "{{"/"}}" for literal braces) with args[i] for field i. Conversions,
+/// format specs and named fields are refused, as are fields past the sources and unmatched braces.
+std::string formatCustom(const UOp *u, const std::vector<std::string> &args) {
+  if (!u->arg || u->arg->kind != ArgKind::String) failAt(u, "the arg of a CUSTOM op must be a string (a C format string)");
+  std::string_view f = u->arg->str();
+  std::string out;
+  int mode = 0; // 0: no field yet, 1: automatic numbering ("{}"), 2: explicit ("{0}")
+  size_t next = 0;
+  for (size_t i = 0; i < f.size(); ++i) {
+    char ch = f[i];
+    if (ch == '}') {
+      if (i + 1 < f.size() && f[i + 1] == '}') {
+        out += '}', ++i;
+        continue;
+      }
+      failAt(u, "format string: single '}' at offset " + std::to_string(i) + " (write '}}' for a literal brace)");
+    }
+    if (ch != '{') {
+      out += ch;
+      continue;
+    }
+    if (i + 1 < f.size() && f[i + 1] == '{') {
+      out += '{', ++i;
+      continue;
+    }
+    size_t close = f.find('}', i + 1);
+    if (close == std::string_view::npos)
+      failAt(u, "format string: unmatched '{' at offset " + std::to_string(i) + " (write '{{' for a literal brace)");
+    std::string_view field = f.substr(i + 1, close - i - 1);
+    size_t k;
+    if (field.empty()) {
+      if (mode == 2) failAt(u, "format string: cannot switch from explicit field numbering to automatic ('{}')");
+      mode = 1, k = next++;
+    } else {
+      if (!std::all_of(field.begin(), field.end(), [](char c) { return c >= '0' && c <= '9'; }))
+        failAt(u, "format string: unsupported replacement field '{" + std::string(field) +
+                      "}' (only '{N}' and '{}' are supported)");
+      if (mode == 1) failAt(u, "format string: cannot switch from automatic field numbering ('{}') to explicit");
+      mode = 2, k = field.size() > 9 ? SIZE_MAX : std::stoul(std::string(field));
+    }
+    if (k >= args.size())
+      failAt(u, "format string: replacement field " +
+                    (field.empty() ? "{} (source " + std::to_string(k) + ")" : "{" + std::string(field) + "}") +
+                    " is out of range: the node has " + std::to_string(args.size()) + " source" +
+                    (args.size() == 1 ? "" : "s"));
+    out += args[k];
+    i = close;
+  }
+  return out;
 }
 
 bool supportedDType(DType dt) {
@@ -124,6 +206,9 @@ struct Emitter {
   std::map<std::string, std::string> varArgs; // variable name -> C argument name
   std::set<std::string> opsUsed;
 
+  bool allowCustom = false;
+  bool customStatements = false; ///< a void CUSTOM was rendered (a kernel may then store nothing)
+
   Emitter(Context &c, int64_t dev) : ctx(c), deviceNum(dev) {}
 
   std::string fresh(const std::string &prefix) { return prefix + std::to_string(counters[prefix]++); }
@@ -145,7 +230,13 @@ struct Emitter {
       freeRanges[u] = std::move(rs);
       if (!supportedDType(u->dtype) && u->dtype != DType::Void)
         failAt(u, "dtype " + std::string(dtypeName(u->dtype)) + " is not supported");
-      if (u->op == Op::CUSTOM || u->op == Op::CUSTOMI) failAt(u, "CUSTOM ops are not rendered");
+      if (u->op == Op::CUSTOM || u->op == Op::CUSTOMI) {
+        if (!allowCustom)
+          failAt(u, "refusing to render a CUSTOM op: its arg is C code pasted into the kernel (pass --allow-custom "
+                    "to allow it)");
+        formatCustom(u, std::vector<std::string>(u->nsrc, "")); // format errors before any C is written
+        if (u->op == Op::CUSTOMI && u->dtype == DType::Void) failAt(u, "a CUSTOMI (inline expression) of dtype void");
+      }
       if (u->op == Op::PARAM) {
         ParamArg pa = ParamArg::decode(u->arg);
         if (interpScalar(u)) {
@@ -158,6 +249,10 @@ struct Emitter {
       if (u->op == Op::STORE && u->src(0)->op == Op::INDEX && u->src(0)->src(0)->op == Op::PARAM)
         written.insert(ParamArg::decode(u->src(0)->src(0)->arg).slot);
     }
+  }
+  /// A CUSTOM/CUSTOMI that is a value (elementwise over its sources); a void CUSTOM is a statement.
+  static bool isCustomValue(const UOp *u) {
+    return (u->op == Op::CUSTOM || u->op == Op::CUSTOMI) && u->dtype != DType::Void;
   }
   static bool interpScalar(const UOp *u) {
     return u->nsrc == 0 || (u->src(0)->op == Op::STACK && u->src(0)->nsrc == 0);
@@ -271,7 +366,7 @@ struct Emitter {
     }
     default: break;
     }
-    if (!isElementwise(u->op)) return {};
+    if (!isElementwise(u->op) && !isCustomValue(u)) return {};
     return {u->src().begin(), u->src().end()};
   }
   /// Emits u, its operands first in an explicit post-order walk (no recursion on graph depth: a chain of
@@ -497,6 +592,7 @@ struct Emitter {
       }
       return v;
     }
+    case Op::CUSTOM: case Op::CUSTOMI: return custom(u, t);
     default: break;
     }
     if (!isElementwise(u->op)) failAt(u, "the C target cannot render this op");
@@ -524,6 +620,65 @@ struct Emitter {
     } else e = isF(in) ? floatAlu(u->op, u->dtype, in, a) : intAlu(u, u->op, u->dtype, in, a);
     if (e.empty()) failAt(u, "op not defined on " + std::string(dtypeName(in)));
     return declare(t, u->dtype, u->op == Op::CAST ? "cast" : "alu", e, ok);
+  }
+
+  /// CUSTOMI: the formatted text inline, parenthesized; CUSTOM: a `const` local of the node's dtype. Both
+  /// are elementwise: the sources are values (an INDEX source is the element it loads) and the result is
+  /// Invalid where any source is. float16/bfloat16 results are rounded like every other op's.
+  Val custom(const UOp *u, size_t t) {
+    if (u->dtype == DType::Void) failAt(u, "a void CUSTOM is a statement: it must be a source of the kernel SINK "
+                                           "(or of an END there), not a value");
+    std::vector<std::string> a;
+    std::string ok;
+    for (const UOp *x : u->src()) {
+      Val v = emit(x);
+      a.push_back(v.v);
+      ok = andOk(ok, v.ok);
+    }
+    opsUsed.insert(std::string(opName(u->op)));
+    std::string e = roundTo(u->dtype, parenthesize(formatCustom(u, a)));
+    if (u->op == Op::CUSTOMI) return {e, ok};
+    return declare(t, u->dtype, "custom", e, ok);
+  }
+  /// A void CUSTOM (a SINK source, or an END's): its formatted text as a statement inside the loops of
+  /// the END's ranges and of its sources, only where every source is valid.
+  void customStatement(const UOp *e, const UOp *c) {
+    std::vector<const UOp *> loops;
+    if (e->op == Op::END)
+      for (const UOp *r : e->src().subspan(1)) {
+        if (r->op != Op::RANGE) failAt(e, "END of a non-RANGE");
+        loops.push_back(r);
+      }
+    std::vector<const UOp *> extra;
+    for (const UOp *x : c->src())
+      for (const UOp *r : freeRanges[x])
+        if (std::find(loops.begin(), loops.end(), r) == loops.end() && std::find(extra.begin(), extra.end(), r) == extra.end())
+          extra.push_back(r);
+    std::sort(extra.begin(), extra.end(), [](const UOp *a, const UOp *b) { return a->index < b->index; });
+    loops.insert(loops.end(), extra.begin(), extra.end());
+    for (const UOp *r : loops) openLoop(r);
+    std::vector<std::string> a;
+    std::string ok;
+    for (const UOp *x : c->src()) {
+      Val v = emit(x);
+      a.push_back(v.v);
+      ok = andOk(ok, v.ok);
+    }
+    opsUsed.insert("CUSTOM");
+    customStatements = true;
+    std::string line = formatCustom(c, a);
+    Block *b = stack.back();
+    if (ok == "0") {
+      b->add("/* every lane is Invalid: CUSTOM statement not run */");
+    } else if (ok.empty()) {
+      b->add(line);
+    } else { // the statement in a block of its own: its text may end in a // comment
+      auto child = std::make_unique<Block>();
+      child->add(line);
+      size_t pos = b->open == SIZE_MAX ? b->items.size() : b->open++;
+      b->items.insert(b->items.begin() + static_cast<long>(pos), Block::Item{"if (" + ok + ") {", std::move(child), nullptr});
+    }
+    for (size_t k = 0; k < loops.size(); ++k) closeLoop();
   }
 
   Val reduce(const UOp *u, size_t t) {
@@ -568,6 +723,7 @@ struct Emitter {
   // ---- stores -------------------------------------------------------------------------------------
   void store(const UOp *e) {
     const UOp *st = e->op == Op::END ? e->src(0) : e;
+    if ((st->op == Op::CUSTOM || st->op == Op::CUSTOMI) && st->dtype == DType::Void) return customStatement(e, st);
     if (st->op != Op::STORE || st->src(0)->op != Op::INDEX || st->src(0)->src(0)->op != Op::PARAM)
       failAt(e, "expected END(STORE(INDEX(PARAM, i), value), ranges...)");
     const UOp *ix = st->src(0), *p = ix->src(0);
@@ -634,12 +790,14 @@ std::vector<std::string> kernelVariables(const UOp *kernelCall) {
   return {names.begin(), names.end()};
 }
 
-EmittedKernel emitCKernel(Context &ctx, const UOp *call, int64_t deviceNum, std::string_view name) {
+EmittedKernel emitCKernel(Context &ctx, const UOp *call, int64_t deviceNum, std::string_view name,
+                          const CEmitOptions &options) {
   if (call->op != Op::CALL || call->nsrc == 0) fail("C target: expected a kernel CALL, got " + std::string(opName(call->op)));
   const UOp *body = call->src(0);
   if (body->op == Op::COPY) failAt(call, "a copy is not a kernel: the runner performs it");
   if (body->op != Op::SINK) failAt(call, "the called body is not a kernel SINK");
   Emitter em(ctx, deviceNum);
+  em.allowCustom = options.allowCustom;
   body = bindVariables(ctx, body, {{"_device_num", deviceNum}}, &em.sc);
   body = simplifyWith(ctx, body, symRules(), &em.sc);
   em.analyze(body);
@@ -665,8 +823,11 @@ EmittedKernel emitCKernel(Context &ctx, const UOp *call, int64_t deviceNum, std:
   for (const std::string &o : em.opsUsed) ops += (ops.empty() ? "" : " ") + o;
   std::string outs;
   for (int64_t s : em.written) outs += (outs.empty() ? "" : ", ") + em.bufName(s);
-  if (em.written.empty()) failAt(call, "the kernel stores nothing");
-  k.summary = k.symbol + ": " + outs + " (" + std::string(dtypeName(em.slotDType[*em.written.begin()])) + ") over " +
+  if (em.written.empty() && !em.customStatements) failAt(call, "the kernel stores nothing");
+  k.summary = k.symbol + ": " +
+              (em.written.empty() ? std::string("no stores")
+                                  : outs + " (" + std::string(dtypeName(em.slotDType[*em.written.begin()])) + ")") +
+              " over " +
               describeLoops(body) + (ops.empty() ? ": copy of the inputs" : ": " + ops) +
               (deviceNum ? ", device " + std::to_string(deviceNum) : "");
 

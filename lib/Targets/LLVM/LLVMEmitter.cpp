@@ -5,6 +5,11 @@
 // is a chain of basic blocks: while a child loop is open, the level's instructions go before the branch
 // into it (the C emitter's "insert before the open child"); when the child closes, they go on in its exit
 // block. Loop counters and accumulators live in allocas that -O2's mem2reg turns into phis.
+//
+// The GPU mappings (LLVMTarget.h) change only where a store's outer ranges come from: planGrid() picks the
+// END ranges that become the thread id, store() guards and decomposes it, and the function around the
+// stores is either a PTX entry (the id from the special registers) or, on the host, a loop over every
+// thread of the launch (GridOnHost: the mapping checked on a machine without a GPU).
 #include "Targets/LLVMTarget.h"
 
 #include "IR/Error.h"
@@ -16,15 +21,22 @@
 
 #include <llvm/Analysis/CGSCCPassManager.h>
 #include <llvm/Analysis/LoopAnalysisManager.h>
+#include <llvm/ADT/SmallString.h>
+#include <llvm/Bitcode/BitcodeReader.h>
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsNVPTX.h>
+#include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/PassManager.h>
 #include <llvm/IR/Verifier.h>
+#include <llvm/Linker/Linker.h>
+#include <llvm/MC/MCSubtargetInfo.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
@@ -32,6 +44,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -45,6 +59,7 @@ namespace {
 
 using interp::Word;
 using llvm::Value;
+using Mapping = LLVMEmitOptions::Mapping;
 
 [[noreturn]] void failAt(const UOp *u, const std::string &msg) {
   fail("LLVM target: UOp #" + std::to_string(u->index) + " (" + std::string(opName(u->op)) + "): " + msg);
@@ -99,7 +114,23 @@ struct Emitter {
   std::map<int64_t, Value *> bufArgs;
   std::set<std::string> opsUsed;
 
+  // ---- the GPU mappings --------------------------------------------------------------------------------
+  Mapping mapping = Mapping::Loops;
+  /// Per store (the SINK's sources, in order): the END ranges that come from the thread id (outermost
+  /// first) and how many threads they need.
+  struct StorePlan {
+    std::vector<const UOp *> mapped;
+    int64_t threads = 1;
+  };
+  std::vector<StorePlan> plans;
+  size_t storeNo = 0;
+  GpuLaunch launch;
+  int64_t launchThreads = 1; ///< global * local
+  Value *gid = nullptr;      ///< i64 global thread id
+  std::vector<std::string> libdeviceUsers; ///< ops that call libdevice (PTX)
+
   Emitter(Context &c, int64_t dev, llvm::Module &m) : ctx(c), deviceNum(dev), lc(m.getContext()), mod(m), b(lc) {}
+  bool gpu() const { return mapping != Mapping::Loops; }
 
   // ---- analysis (as the C emitter) -------------------------------------------------------------------
   static bool interpScalar(const UOp *u) {
@@ -120,7 +151,7 @@ struct Emitter {
       freeRanges[u] = std::move(rs);
       if (!supportedDType(u->dtype) && u->dtype != DType::Void)
         failAt(u, "dtype " + std::string(dtypeName(u->dtype)) + " is not supported");
-      if (u->op == Op::CUSTOM || u->op == Op::CUSTOMI) failAt(u, "CUSTOM ops are not rendered");
+      if (u->op == Op::CUSTOM || u->op == Op::CUSTOMI) failAt(u, "CUSTOM ops carry C source: only the C target renders them (with --allow-custom)");
       if (u->op == Op::PARAM) {
         ParamArg pa = ParamArg::decode(u->arg);
         if (interpScalar(u)) {
@@ -133,6 +164,53 @@ struct Emitter {
       if (u->op == Op::STORE && u->src(0)->op == Op::INDEX && u->src(0)->src(0)->op == Op::PARAM)
         written.insert(ParamArg::decode(u->src(0)->src(0)->arg).slot);
     }
+  }
+
+  /// Which END ranges become the thread id (see LLVMTarget.h). A range is mapped when its size is a
+  /// constant and the store's index depends on it (a store writing one element from several iterations
+  /// keeps their order as a loop); the threads of one store stay below 2^31.
+  void planGrid(const UOp *body) {
+    constexpr int64_t kMaxThreads = INT32_MAX;
+    std::vector<int64_t> writes;
+    std::vector<const UOp *> stores;
+    for (const UOp *e : body->src()) {
+      const UOp *st = e->op == Op::END ? e->src(0) : e;
+      StorePlan p;
+      if (e->op == Op::END && st->op == Op::STORE && st->src(0)->op == Op::INDEX) {
+        const auto &indexRanges = freeRanges[st->src(0)->src(1)];
+        for (const UOp *r : e->src().subspan(1)) {
+          if (r->op != Op::RANGE || !std::binary_search(indexRanges.begin(), indexRanges.end(), r)) continue;
+          auto n = constBound(r->src(0));
+          if (!n || *n < 1 || *n > kMaxThreads / p.threads) continue;
+          p.mapped.push_back(r);
+          p.threads *= static_cast<int64_t>(*n);
+        }
+      }
+      plans.push_back(std::move(p));
+      stores.push_back(st);
+      bool direct = st->op == Op::STORE && st->src(0)->op == Op::INDEX && st->src(0)->src(0)->op == Op::PARAM;
+      writes.push_back(direct ? ParamArg::decode(st->src(0)->src(0)->arg).slot : -1);
+    }
+    // Stores run concurrently on a GPU: any store that could read what another thread writes keeps the
+    // whole kernel on one thread.
+    bool serial = false;
+    for (size_t k = 0; k < stores.size() && !serial; ++k) {
+      const UOp *target = stores[k]->op == Op::STORE ? stores[k]->src(0) : nullptr;
+      for (const UOp *x : toposort(stores[k])) {
+        if (x == target || x->op != Op::INDEX || x->src(0)->op != Op::PARAM || interpScalar(x->src(0))) continue;
+        int64_t slot = ParamArg::decode(x->src(0)->arg).slot;
+        for (size_t j = 0; j < writes.size(); ++j)
+          if (writes[j] == slot && (j != k || !target || x->src(1) != target->src(1))) serial = true;
+      }
+    }
+    int64_t threads = 1;
+    for (StorePlan &p : plans) {
+      if (serial) p = StorePlan{};
+      threads = std::max(threads, p.threads);
+    }
+    launch.local[0] = std::min<int64_t>(threads, 256);
+    launch.global[0] = (threads + launch.local[0] - 1) / launch.local[0];
+    launchThreads = launch.global[0] * launch.local[0];
   }
 
   // ---- types and constants ---------------------------------------------------------------------------
@@ -200,6 +278,18 @@ struct Emitter {
   }
   Value *intrinsic(llvm::Intrinsic::ID id, std::vector<Value *> args) {
     llvm::Function *f = llvm::Intrinsic::getDeclaration(&mod, id, {args[0]->getType()});
+    return b.CreateCall(f, args);
+  }
+  /// exp2, log2, sin and pow of doubles: LLVM's intrinsics (libm) on the host, libdevice on NVPTX.
+  Value *math(const UOp *u, llvm::Intrinsic::ID id, std::vector<Value *> args) {
+    if (mapping != Mapping::PTX) return intrinsic(id, args);
+    const char *name = id == llvm::Intrinsic::exp2  ? "__nv_exp2"
+                       : id == llvm::Intrinsic::log2 ? "__nv_log2"
+                       : id == llvm::Intrinsic::sin  ? "__nv_sin"
+                                                     : "__nv_pow";
+    libdeviceUsers.push_back("UOp #" + std::to_string(u->index) + " (" + std::string(opName(u->op)) + ")");
+    std::vector<llvm::Type *> tys(args.size(), b.getDoubleTy());
+    llvm::FunctionCallee f = mod.getOrInsertFunction(name, llvm::FunctionType::get(b.getDoubleTy(), tys, false));
     return b.CreateCall(f, args);
   }
 
@@ -582,12 +672,12 @@ struct Emitter {
     return isSignedInt(from) ? b.CreateSExt(a, T) : b.CreateZExt(a, T);
   }
 
-  Value *floatAlu(Op op, DType out, DType in, const std::vector<Value *> &a) {
+  Value *floatAlu(const UOp *u, Op op, DType out, DType in, const std::vector<Value *> &a) {
     bool dbl = !isSingle(in);
     llvm::Type *C = computeType(in), *D = b.getDoubleTy();
     auto libm = [&](llvm::Intrinsic::ID id) {
-      if (dbl) return intrinsic(id, {a[0]});
-      return b.CreateFPTrunc(intrinsic(id, {b.CreateFPExt(a[0], D)}), C);
+      if (dbl) return math(u, id, {a[0]});
+      return b.CreateFPTrunc(math(u, id, {b.CreateFPExt(a[0], D)}), C);
     };
     auto viaDouble = [&](auto f) {
       Value *x = toDouble(a[0], in), *y = toDouble(a[1], in);
@@ -612,7 +702,7 @@ struct Emitter {
     case Op::EXP2: e = libm(llvm::Intrinsic::exp2); break;
     case Op::LOG2: e = libm(llvm::Intrinsic::log2); break;
     case Op::SIN: e = libm(llvm::Intrinsic::sin); break;
-    case Op::POW: e = viaDouble([&](Value *x, Value *y) { return intrinsic(llvm::Intrinsic::pow, {x, y}); }); break;
+    case Op::POW: e = viaDouble([&](Value *x, Value *y) { return math(u, llvm::Intrinsic::pow, {x, y}); }); break;
     case Op::FLOORDIV: case Op::CDIV:
       e = viaDouble([&](Value *x, Value *y) {
         Value *q = intrinsic(op == Op::FLOORDIV ? llvm::Intrinsic::floor : llvm::Intrinsic::trunc, {b.CreateFDiv(x, y)});
@@ -737,7 +827,7 @@ struct Emitter {
     else if (u->op == Op::BITCAST) {
       if (dtypeSize(in) != dtypeSize(u->dtype)) failAt(u, "BITCAST between dtypes of different sizes");
       e = fromBits(u->dtype, bitsOf(in, a[0]));
-    } else e = isF(in) ? floatAlu(u->op, u->dtype, in, a) : intAlu(u, u->op, u->dtype, in, a);
+    } else e = isF(in) ? floatAlu(u, u->op, u->dtype, in, a) : intAlu(u, u->op, u->dtype, in, a);
     if (!e) failAt(u, "op not defined on " + std::string(dtypeName(in)));
     return {e, ok};
   }
@@ -792,21 +882,26 @@ struct Emitter {
     if (st->op != Op::STORE || st->src(0)->op != Op::INDEX || st->src(0)->src(0)->op != Op::PARAM)
       failAt(e, "expected END(STORE(INDEX(PARAM, i), value), ranges...)");
     const UOp *ix = st->src(0), *p = ix->src(0);
+    StorePlan plan;
+    if (gpu()) plan = plans.at(storeNo++);
+    auto isMapped = [&](const UOp *r) { return std::find(plan.mapped.begin(), plan.mapped.end(), r) != plan.mapped.end(); };
     std::vector<const UOp *> loops;
     if (e->op == Op::END)
       for (const UOp *r : e->src().subspan(1)) {
         if (r->op != Op::RANGE) failAt(e, "END of a non-RANGE");
-        loops.push_back(r);
+        if (!isMapped(r)) loops.push_back(r);
       }
     std::vector<const UOp *> extra;
     for (const UOp *x : {ix, st->src(1)})
       for (const UOp *r : freeRanges[x])
-        if (std::find(loops.begin(), loops.end(), r) == loops.end() && std::find(extra.begin(), extra.end(), r) == extra.end())
+        if (!isMapped(r) && std::find(loops.begin(), loops.end(), r) == loops.end() &&
+            std::find(extra.begin(), extra.end(), r) == extra.end())
           extra.push_back(r);
     std::sort(extra.begin(), extra.end(), [](const UOp *a, const UOp *c) {
       return a->arg->elems()[0]->i() < c->arg->elems()[0]->i();
     });
     loops.insert(loops.end(), extra.begin(), extra.end());
+    llvm::BasicBlock *guardEnd = gpu() ? openThread(plan) : nullptr;
     for (const UOp *r : loops) openLoop(r);
     size_t top = stack.size() - 1;
     Val i = emit(ix->src(1));
@@ -839,6 +934,42 @@ struct Emitter {
       stack[top]->cur = cont;
     }
     for (size_t k = 0; k < loops.size(); ++k) closeLoop();
+    if (gpu()) closeThread(guardEnd);
+  }
+
+  /// GPU mappings, at the start of a store: `if (gid < threads)` where the store needs fewer threads than
+  /// the launch has, then the mapped ranges' values from gid (innermost fastest). Returns the block after
+  /// the guard (nullptr: no guard). Level 0's memo is per store: its values live inside the guard.
+  llvm::BasicBlock *openThread(const StorePlan &plan) {
+    Level *top = stack[0];
+    top->memo.clear();
+    b.SetInsertPoint(top->cur);
+    llvm::BasicBlock *guardEnd = nullptr;
+    if (plan.threads < launchThreads) {
+      auto *body = llvm::BasicBlock::Create(lc, "thread", fn);
+      guardEnd = llvm::BasicBlock::Create(lc, "thread.end", fn);
+      b.CreateCondBr(b.CreateICmpULT(gid, i64(static_cast<uint64_t>(plan.threads))), body, guardEnd);
+      b.SetInsertPoint(body);
+      top->cur = body;
+    }
+    Value *rest = gid;
+    for (size_t k = plan.mapped.size(); k-- > 0;) {
+      const UOp *r = plan.mapped[k];
+      auto n = static_cast<uint64_t>(*constBound(r->src(0)));
+      Value *v = k == 0 ? rest : b.CreateURem(rest, i64(n));
+      if (k) rest = b.CreateUDiv(rest, i64(n));
+      top->memo[r] = {b.CreateTrunc(v, computeType(r->dtype), rangeName(r)), nullptr};
+    }
+    return guardEnd;
+  }
+  void closeThread(llvm::BasicBlock *guardEnd) {
+    Level *top = stack[0];
+    if (guardEnd) {
+      b.SetInsertPoint(top->cur);
+      b.CreateBr(guardEnd);
+      top->cur = guardEnd;
+    }
+    top->memo.clear();
   }
 };
 
@@ -874,7 +1005,72 @@ llvm::TargetMachine *hostMachine() {
   return tm.get();
 }
 
-void optimizeO2(llvm::Module &m, llvm::TargetMachine *tm) {
+/// LLVM's NVPTX target machine for one processor (cached: one per arch for the process).
+llvm::TargetMachine *nvptxMachine(const std::string &arch) {
+  static std::mutex mu;
+  static std::map<std::string, std::unique_ptr<llvm::TargetMachine>> machines;
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto it = machines.find(arch); it != machines.end()) return it->second.get();
+  static std::once_flag once;
+  std::call_once(once, [] {
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTarget();
+    LLVMInitializeNVPTXTargetMC();
+    LLVMInitializeNVPTXAsmPrinter();
+  });
+  const std::string triple = "nvptx64-nvidia-cuda";
+  std::string error;
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target) fail("PTX target: LLVM has no NVPTX backend: " + error);
+  std::unique_ptr<llvm::TargetMachine> tm(
+      target->createTargetMachine(triple, arch, "", llvm::TargetOptions(), std::nullopt));
+  if (!tm) fail("PTX target: cannot create an NVPTX target machine for " + arch);
+  if (!tm->getMCSubtargetInfo()->isCPUStringValid(arch))
+    fail("PTX target: unknown GPU architecture '" + arch + "' (LLVM 19's NVPTX knows sm_30 ... sm_90a)");
+  return machines.emplace(arch, std::move(tm)).first->second.get();
+}
+
+/// CUDA's libdevice: $UOPC_LIBDEVICE, else the toolkit's copy ("" when there is none).
+std::string libdevicePath() {
+  if (const char *e = std::getenv("UOPC_LIBDEVICE"); e && *e) return e;
+  for (const char *p : {"/usr/local/cuda/nvvm/libdevice/libdevice.10.bc", "/usr/lib/cuda/nvvm/libdevice/libdevice.10.bc",
+                        "/usr/lib/nvidia-cuda-toolkit/libdevice/libdevice.10.bc"})
+    if (std::filesystem::exists(p)) return p;
+  return "";
+}
+
+/// Links the libdevice functions the module calls (only those) and makes them internal.
+void linkLibdevice(llvm::Module &m, const llvm::Function *kernel, const std::vector<std::string> &users) {
+  std::string path = libdevicePath();
+  if (path.empty())
+    fail("PTX target: " + users.front() + " needs CUDA's libdevice (exp2/log2/sin/pow on the GPU), which is not "
+         "installed: set UOPC_LIBDEVICE to libdevice.10.bc");
+  auto buf = llvm::MemoryBuffer::getFile(path);
+  if (!buf) fail("PTX target: cannot read libdevice '" + path + "': " + buf.getError().message());
+  auto lib = llvm::parseBitcodeFile(**buf, m.getContext());
+  if (!lib) fail("PTX target: '" + path + "' is not LLVM bitcode: " + llvm::toString(lib.takeError()));
+  (*lib)->setTargetTriple(m.getTargetTriple());
+  (*lib)->setDataLayout(m.getDataLayout());
+  if (llvm::Linker::linkModules(m, std::move(*lib), llvm::Linker::Flags::LinkOnlyNeeded))
+    fail("PTX target: linking libdevice '" + path + "' failed");
+  for (llvm::Function &f : m)
+    if (!f.isDeclaration() && &f != kernel) f.setLinkage(llvm::GlobalValue::InternalLinkage);
+  for (llvm::GlobalVariable &v : m.globals())
+    if (!v.isDeclaration()) v.setLinkage(llvm::GlobalValue::InternalLinkage);
+}
+
+/// The module's PTX assembly.
+std::string emitPTX(llvm::Module &m, llvm::TargetMachine *tm) {
+  llvm::SmallString<0> text;
+  llvm::raw_svector_ostream os(text);
+  llvm::legacy::PassManager pm;
+  if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile))
+    fail("PTX target: the NVPTX backend cannot emit assembly");
+  pm.run(m);
+  return std::string(text.str());
+}
+
+void optimizeO2(llvm::Module &m, llvm::TargetMachine *tm, bool targetPasses) {
   llvm::PipelineTuningOptions pto;
   pto.LoopVectorization = true;
   pto.SLPVectorization = true;
@@ -884,6 +1080,7 @@ void optimizeO2(llvm::Module &m, llvm::TargetMachine *tm) {
   llvm::CGSCCAnalysisManager cgam;
   llvm::ModuleAnalysisManager mam;
   llvm::PassBuilder pb(tm, pto);
+  if (targetPasses) tm->registerPassBuilderCallbacks(pb); // NVPTX: NVVMReflect for libdevice, address spaces
   pb.registerModuleAnalyses(mam);
   pb.registerCGSCCAnalyses(cgam);
   pb.registerFunctionAnalyses(fam);
@@ -895,12 +1092,16 @@ void optimizeO2(llvm::Module &m, llvm::TargetMachine *tm) {
 
 } // namespace
 
-EmittedLLVMKernel emitLLVMKernel(Context &ctx, const UOp *call, int64_t deviceNum, std::string_view name, bool optimize) {
+void checkGpuArch(const std::string &arch) { nvptxMachine(arch); }
+
+EmittedLLVMKernel emitLLVMKernel(Context &ctx, const UOp *call, int64_t deviceNum, std::string_view name,
+                                 const LLVMEmitOptions &options) {
   if (call->op != Op::CALL || call->nsrc == 0) fail("LLVM target: expected a kernel CALL, got " + std::string(opName(call->op)));
   const UOp *body = call->src(0);
   if (body->op == Op::COPY) failAt(call, "a copy is not a kernel: the runner performs it");
   if (body->op != Op::SINK) failAt(call, "the called body is not a kernel SINK");
-  llvm::TargetMachine *tm = hostMachine();
+  const bool ptx = options.mapping == Mapping::PTX;
+  llvm::TargetMachine *tm = ptx ? nvptxMachine(options.gpuArch) : hostMachine();
   llvm::LLVMContext lc;
   EmittedLLVMKernel k;
   k.symbol = sanitizeCName(name);
@@ -909,10 +1110,15 @@ EmittedLLVMKernel emitLLVMKernel(Context &ctx, const UOp *call, int64_t deviceNu
   mod->setDataLayout(tm->createDataLayout());
 
   Emitter em(ctx, deviceNum, *mod);
+  em.mapping = options.mapping;
   body = bindVariables(ctx, body, {{"_device_num", deviceNum}}, &em.sc);
   body = simplifyWith(ctx, body, symRules(), &em.sc);
   em.analyze(body);
   if (em.written.empty()) failAt(call, "the kernel stores nothing");
+  if (em.gpu()) {
+    em.planGrid(body);
+    k.launch = em.launch;
+  }
 
   // signature: one pointer per CALL argument, then the variables (the C target's ABI)
   std::vector<llvm::Type *> params;
@@ -948,15 +1154,55 @@ EmittedLLVMKernel emitLLVMKernel(Context &ctx, const UOp *call, int64_t deviceNu
   auto top = std::make_unique<Level>();
   top->cur = em.entry;
   em.stack = {top.get()};
+  em.b.SetInsertPoint(em.entry);
+  // Where the thread id comes from: the special registers (PTX), or a loop over the launch (GridOnHost).
+  llvm::AllocaInst *gidAddr = nullptr;
+  llvm::BasicBlock *gidCond = nullptr, *gidExit = nullptr;
+  if (ptx) {
+    auto sreg = [&](llvm::Intrinsic::ID id) {
+      return em.b.CreateZExt(em.b.CreateCall(llvm::Intrinsic::getDeclaration(mod.get(), id)), em.b.getInt64Ty());
+    };
+    em.gid = em.b.CreateAdd(em.b.CreateMul(sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x),
+                                           sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x), "", true, true),
+                            sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x), "gid", true, true);
+    llvm::NamedMDNode *md = mod->getOrInsertNamedMetadata("nvvm.annotations");
+    auto annotate = [&](const char *key, int v) {
+      md->addOperand(llvm::MDNode::get(lc, {llvm::ValueAsMetadata::get(em.fn), llvm::MDString::get(lc, key),
+                                            llvm::ValueAsMetadata::get(em.b.getInt32(v))}));
+    };
+    annotate("kernel", 1);
+    annotate("maxntidx", static_cast<int>(em.launch.local[0]));
+  } else if (em.gpu()) {
+    // The threads run last to first, the opposite of the CPU loops: a kernel in which a thread reads what a
+    // later-numbered thread writes gives a different result here (on a GPU it would be a race). Races the
+    // other way round need planGrid()'s static check; a run on the host cannot show them.
+    gidAddr = em.b.CreateAlloca(em.b.getInt64Ty(), nullptr, "gid.addr");
+    em.b.CreateStore(em.i64(static_cast<uint64_t>(em.launchThreads)), gidAddr);
+    gidCond = llvm::BasicBlock::Create(lc, "gid.cond", em.fn);
+    auto *gidBody = llvm::BasicBlock::Create(lc, "gid.body", em.fn);
+    gidExit = llvm::BasicBlock::Create(lc, "gid.end", em.fn);
+    em.b.CreateBr(gidCond);
+    em.b.SetInsertPoint(gidCond);
+    em.b.CreateCondBr(em.b.CreateICmpNE(em.b.CreateLoad(em.b.getInt64Ty(), gidAddr), em.i64(0)), gidBody, gidExit);
+    em.b.SetInsertPoint(gidBody);
+    em.gid = em.b.CreateSub(em.b.CreateLoad(em.b.getInt64Ty(), gidAddr), em.i64(1), "gid");
+    top->cur = gidBody;
+  }
   for (const UOp *e : body->src()) em.store(e);
   em.b.SetInsertPoint(em.stack[0]->cur);
+  if (gidAddr) {
+    em.b.CreateStore(em.gid, gidAddr);
+    em.b.CreateBr(gidCond);
+    em.b.SetInsertPoint(gidExit);
+  }
   em.b.CreateRetVoid();
 
   std::string err;
   llvm::raw_string_ostream es(err);
   if (llvm::verifyModule(*mod, &es)) fail("LLVM target: kernel " + k.symbol + " does not verify: " + es.str());
-  if (optimize) {
-    optimizeO2(*mod, tm);
+  if (ptx && !em.libdeviceUsers.empty()) linkLibdevice(*mod, em.fn, em.libdeviceUsers);
+  if (options.optimize || ptx) {
+    optimizeO2(*mod, tm, ptx);
     if (llvm::verifyModule(*mod, &es)) fail("LLVM target: kernel " + k.symbol + " does not verify after -O2: " + es.str());
   }
 
@@ -967,10 +1213,14 @@ EmittedLLVMKernel emitLLVMKernel(Context &ctx, const UOp *call, int64_t deviceNu
   k.summary = k.symbol + ": " + outs + " (" + std::string(dtypeName(em.slotDType[*em.written.begin()])) + ") over " +
               describeLoops(body) + (ops.empty() ? ": copy of the inputs" : ": " + ops) +
               (deviceNum ? ", device " + std::to_string(deviceNum) : "");
+  if (k.launch)
+    k.summary += "; grid " + std::to_string(k.launch->global[0]) + " x " + std::to_string(k.launch->local[0]) +
+                 " threads";
   std::string text;
   llvm::raw_string_ostream os(text);
   mod->print(os, nullptr);
   k.ir = "; " + k.summary + "\n; generated by uopc\n" + os.str();
+  if (ptx) k.ptx = "// " + k.summary + "\n// generated by uopc\n" + emitPTX(*mod, tm);
   return k;
 }
 
