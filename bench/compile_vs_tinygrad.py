@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Compile time of uopc against tinygrad's own scheduler + code generator, per corpus case.
 
-For every public and perf case: the best of --reps wall-clock runs of `uopc graph.json -o DIR` (the whole
-default pipeline: read, every pass, C emission, manifest, atomic directory write) against
+For every public and perf case: the best of --reps wall-clock runs of `uopc graph.json -o DIR --target T`
+(the whole default pipeline: read, every pass, kernel emission for T, manifest, atomic directory write) against
 reference.schedule_s + reference.codegen_s from case.json (tinygrad on this kind of machine). Prints one
 row per case with the ratio, then the totals. Figures only: nothing here passes or fails.
 """
@@ -20,6 +20,7 @@ def main():
     ap.add_argument("--uopc", required=True)
     ap.add_argument("--corpus", default=os.environ.get("UOPC_CORPUS", "../shared/corpus"))
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--target", default="c", choices=["c", "llvm", "ptx"])
     args = ap.parse_args()
     if not os.path.isdir(args.corpus):
         print(f"(no corpus at {args.corpus}: skipped)")
@@ -38,7 +39,8 @@ def main():
                 best = None
                 for _ in range(args.reps):
                     t0 = time.perf_counter()
-                    p = subprocess.run([args.uopc, os.path.join(d, case, "graph.json"), "-o", os.path.join(tmp, "o")],
+                    p = subprocess.run([args.uopc, os.path.join(d, case, "graph.json"), "-o", os.path.join(tmp, "o"),
+                                        "--target", args.target],
                                        capture_output=True)
                     dt = time.perf_counter() - t0
                     if p.returncode != 0:
@@ -52,7 +54,7 @@ def main():
                 tot_t += t_ref
                 print(f"{sset + '/' + case:32} {best:9.4f} {t_ref:11.4f} {t_ref / best:8.0f}x")
     print(f"{'total':32} {tot_u:9.4f} {tot_t:11.4f} {tot_t / tot_u:8.0f}x")
-    print("uopc s: best wall time of a whole `uopc graph.json -o DIR` process (start-up included)")
+    print(f"uopc s: best wall time of a whole `uopc graph.json -o DIR --target {args.target}` process (start-up included)")
     return 0
 
 

@@ -9,7 +9,9 @@ for b in "$BUILD"/bench_*; do
   echo "== $(basename "$b")"
   "$b" --corpus "$CORPUS"
 done
-echo "== compile time against tinygrad (schedule_s + codegen_s)"
-/usr/bin/python3 bench/compile_vs_tinygrad.py --uopc "$BUILD/uopc" --corpus "$CORPUS"
+for target in c llvm ptx; do
+  echo "== compile time against tinygrad (schedule_s + codegen_s), --target $target"
+  /usr/bin/python3 bench/compile_vs_tinygrad.py --uopc "$BUILD/uopc" --corpus "$CORPUS" --target "$target"
+done
 echo "== rangeify scaling (generated elementwise chains)"
 /usr/bin/python3 bench/rangeify_scaling.py --uopc "$BUILD/uopc"

@@ -1045,9 +1045,21 @@ void linkLibdevice(llvm::Module &m, const llvm::Function *kernel, const std::vec
   if (path.empty())
     fail("PTX target: " + users.front() + " needs CUDA's libdevice (exp2/log2/sin/pow on the GPU), which is not "
          "installed: set UOPC_LIBDEVICE to libdevice.10.bc");
-  auto buf = llvm::MemoryBuffer::getFile(path);
-  if (!buf) fail("PTX target: cannot read libdevice '" + path + "': " + buf.getError().message());
-  auto lib = llvm::parseBitcodeFile(**buf, m.getContext());
+  // Read once per process; parsed lazily per kernel, so linking materializes only the functions it needs.
+  static std::mutex mu;
+  static std::map<std::string, std::unique_ptr<llvm::MemoryBuffer>> files;
+  llvm::MemoryBufferRef bytes;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto &file = files[path];
+    if (!file) {
+      auto buf = llvm::MemoryBuffer::getFile(path);
+      if (!buf) fail("PTX target: cannot read libdevice '" + path + "': " + buf.getError().message());
+      file = std::move(*buf);
+    }
+    bytes = file->getMemBufferRef();
+  }
+  auto lib = llvm::getOwningLazyBitcodeModule(llvm::MemoryBuffer::getMemBuffer(bytes, false), m.getContext());
   if (!lib) fail("PTX target: '" + path + "' is not LLVM bitcode: " + llvm::toString(lib.takeError()));
   (*lib)->setTargetTriple(m.getTargetTriple());
   (*lib)->setDataLayout(m.getDataLayout());
