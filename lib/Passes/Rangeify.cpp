@@ -22,6 +22,7 @@
 #include "Passes/Passes.h"
 #include "Passes/Rangeify/Lower.h"
 #include "Passes/Rangeify/StateCheck.h"
+#include "Passes/Rewrite.h"
 
 #include <algorithm>
 #include <map>
@@ -36,6 +37,47 @@ using namespace rangeify;
 
 constexpr int64_t kMaxRecompute = 8;
 constexpr int64_t kMaxScalarRecompute = 64;
+
+/// tinygrad's fix_store_hazard: a STORE whose value reads the buffer it writes through a PERMUTE or a FLIP
+/// (or a SHRINK, when the target is itself a shrunk view) would, as one kernel, read elements it has
+/// already overwritten (x = x.flip() in place). Its value is made CONTIGUOUS: computed into a buffer of its
+/// own first, then copied into the target.
+const UOp *fixStoreHazards(Context &c, const UOp *root) {
+  std::unordered_map<const UOp *, const UOp *> repl;
+  for (const UOp *st : toposort(root)) {
+    if (st->op != Op::STORE || st->nsrc < 2) continue;
+    const UOp *target = st->src(0), *value = st->src(1);
+    bool targetShrinks = false;
+    const UOp *base = target;
+    while ((isMovement(base->op) || base->op == Op::AFTER) && base->nsrc > 0) {
+      targetShrinks |= base->op == Op::SHRINK;
+      base = base->src(0);
+    }
+    // post-order walk of the value, not into CONTIGUOUS (already its own buffer) nor an AFTER's
+    // dependencies (the stores it waits for are not read)
+    std::unordered_map<const UOp *, bool> reaches;
+    std::vector<std::pair<const UOp *, size_t>> work{{value, 0}};
+    bool hazard = false;
+    while (!work.empty() && !hazard) {
+      auto &[u, next] = work.back();
+      size_t n = u->op == Op::CONTIGUOUS ? 0 : u->op == Op::AFTER ? std::min<size_t>(1, u->nsrc) : u->nsrc;
+      if (next < n) {
+        const UOp *s = u->src(next++);
+        if (!reaches.count(s)) work.push_back({s, 0});
+        continue;
+      }
+      bool r = u == base;
+      for (size_t i = 0; i < n && !r; ++i) r = reaches[u->src(i)];
+      reaches[u] = r;
+      if (r && (u->op == Op::PERMUTE || u->op == Op::FLIP || (u->op == Op::SHRINK && targetShrinks && u != target)))
+        hazard = true;
+      work.pop_back();
+    }
+    if (hazard)
+      repl[st] = c.make(Op::STORE, st->dtype, {target, c.make(Op::CONTIGUOUS, value->dtype, {value})}, st->arg, st->tag);
+  }
+  return repl.empty() ? root : substitute(c, root, repl);
+}
 
 std::optional<int64_t> numelOf(ShapeInfo &si, const UOp *u) {
   const auto &s = si.shape(u);
@@ -171,7 +213,7 @@ private:
 void runRangeify(Graph &g) {
   Context &c = *g.ctx;
   checkStateCycles(g, g.root);
-  const UOp *root = normalizeAfters(c, g.root);
+  const UOp *root = fixStoreHazards(c, normalizeAfters(c, g.root));
   ShapeInfo si(g);
   std::vector<const UOp *> topo = toposort(root);
   for (const UOp *u : topo)
