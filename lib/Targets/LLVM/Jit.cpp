@@ -1,6 +1,6 @@
 //===- Jit.cpp - LLVM-target kernels run in-process through ORC's LLJIT ---===//
-// Built into uopc_runtime (not uopc_targets): the runner needs the JIT, not the emitter.
-#include "Targets/LLVMJit.h"
+// Part of the LLVM plugin (Targets/LLVMPlugin.h): KernelJit (LLVMPlugin.cpp) drives one JitEngine.
+#include "Targets/LLVM/Backend.h"
 
 #include "IR/Error.h"
 
@@ -20,7 +20,7 @@
 
 #include <mutex>
 
-namespace uopc {
+namespace uopc::llvmbackend {
 
 namespace {
 std::string message(llvm::Error e) {
@@ -31,12 +31,12 @@ std::string message(llvm::Error e) {
 }
 } // namespace
 
-struct KernelJit::Impl {
+struct JitEngine::Impl {
   std::unique_ptr<llvm::orc::LLJIT> jit;
   size_t entries = 0;
 };
 
-KernelJit::KernelJit() : impl(std::make_unique<Impl>()) {
+JitEngine::JitEngine() : impl(std::make_unique<Impl>()) {
   static std::once_flag once;
   std::call_once(once, [] {
     llvm::InitializeNativeTarget();
@@ -56,9 +56,9 @@ KernelJit::KernelJit() : impl(std::make_unique<Impl>()) {
   impl->jit->getMainJITDylib().addGenerator(std::move(*gen));
 }
 
-KernelJit::~KernelJit() = default;
+JitEngine::~JitEngine() = default;
 
-void KernelJit::addModule(const std::string &irText, const std::string &what) {
+void JitEngine::addModule(const std::string &irText, const std::string &what) {
   auto ctx = std::make_unique<llvm::LLVMContext>();
   llvm::SMDiagnostic diag;
   std::unique_ptr<llvm::Module> m = llvm::parseAssembly(llvm::MemoryBufferRef(irText, what), diag, *ctx);
@@ -77,7 +77,7 @@ void KernelJit::addModule(const std::string &irText, const std::string &what) {
     fail("LLVM JIT: cannot add '" + what + "': " + message(std::move(e)));
 }
 
-KernelJit::Entry KernelJit::entry(const std::string &symbol, size_t nbufs, size_t nvars) {
+KernelJit::Entry JitEngine::entry(const std::string &symbol, size_t nbufs, size_t nvars) {
   auto ctx = std::make_unique<llvm::LLVMContext>();
   auto m = std::make_unique<llvm::Module>("uopc_entry", *ctx);
   m->setDataLayout(impl->jit->getDataLayout());
@@ -101,7 +101,7 @@ KernelJit::Entry KernelJit::entry(const std::string &symbol, size_t nbufs, size_
     fail("LLVM JIT: cannot add the entry of '" + symbol + "': " + message(std::move(e)));
   auto addr = impl->jit->lookup(name);
   if (!addr) fail("LLVM JIT: cannot compile the kernel '" + symbol + "': " + message(addr.takeError()));
-  return addr->toPtr<Entry>();
+  return addr->toPtr<KernelJit::Entry>();
 }
 
-} // namespace uopc
+} // namespace uopc::llvmbackend

@@ -10,7 +10,7 @@
 // END ranges that become the thread id, store() guards and decomposes it, and the function around the
 // stores is either a PTX entry (the id from the special registers) or, on the host, a loop over every
 // thread of the launch (GridOnHost: the mapping checked on a machine without a GPU).
-#include "Targets/LLVMTarget.h"
+#include "Targets/LLVM/Backend.h"
 
 #include "IR/Error.h"
 #include "IR/Range.h"
@@ -1104,10 +1104,12 @@ void optimizeO2(llvm::Module &m, llvm::TargetMachine *tm, bool targetPasses) {
 
 } // namespace
 
+namespace llvmbackend {
+
 void checkGpuArch(const std::string &arch) { nvptxMachine(arch); }
 
-EmittedLLVMKernel emitLLVMKernel(Context &ctx, const UOp *call, int64_t deviceNum, std::string_view name,
-                                 const LLVMEmitOptions &options) {
+EmittedLLVMKernel emitKernel(Context &ctx, const UOp *call, int64_t deviceNum, std::string_view name,
+                             const LLVMEmitOptions &options) {
   if (call->op != Op::CALL || call->nsrc == 0) fail("LLVM target: expected a kernel CALL, got " + std::string(opName(call->op)));
   const UOp *body = call->src(0);
   if (body->op == Op::COPY) failAt(call, "a copy is not a kernel: the runner performs it");
@@ -1236,4 +1238,5 @@ EmittedLLVMKernel emitLLVMKernel(Context &ctx, const UOp *call, int64_t deviceNu
   return k;
 }
 
+} // namespace llvmbackend
 } // namespace uopc

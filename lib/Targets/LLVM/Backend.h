@@ -1,0 +1,29 @@
+//===- Backend.h - what the LLVM plugin implements (inside libuopc-llvm.so only) ===//
+#pragma once
+
+#include "Targets/LLVMJit.h"
+#include "Targets/LLVMTarget.h"
+
+#include <memory>
+
+namespace uopc::llvmbackend {
+
+/// LLVMTarget.h's emitLLVMKernel and checkGpuArch, as the plugin implements them.
+EmittedLLVMKernel emitKernel(Context &ctx, const UOp *kernelCall, int64_t deviceNum, std::string_view name,
+                             const LLVMEmitOptions &options);
+void checkGpuArch(const std::string &arch);
+
+/// One ORC LLJIT for the host (KernelJit's engine).
+class JitEngine {
+public:
+  JitEngine();
+  ~JitEngine();
+  void addModule(const std::string &irText, const std::string &what);
+  KernelJit::Entry entry(const std::string &symbol, size_t nbufs, size_t nvars);
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl;
+};
+
+} // namespace uopc::llvmbackend

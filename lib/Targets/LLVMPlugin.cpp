@@ -1,0 +1,81 @@
+//===- LLVMPlugin.cpp - loads libuopc-llvm.so; LLVMTarget.h and LLVMJit.h call through it ===//
+#include "Targets/LLVMPlugin.h"
+
+#include "IR/Error.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <mutex>
+
+namespace uopc {
+
+namespace {
+
+/// The directory of the shared object holding this function (uopc_targets), with a trailing '/'.
+std::string ownDirectory() {
+  Dl_info info{};
+  if (!dladdr(reinterpret_cast<void *>(&ownDirectory), &info) || !info.dli_fname) return "";
+  std::string path = info.dli_fname;
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "" : path.substr(0, slash + 1);
+}
+
+} // namespace
+
+const LLVMPluginApi &llvmPlugin() {
+  static std::once_flag once;
+  static const LLVMPluginApi *api = nullptr;
+  static std::string error;
+  std::call_once(once, [] {
+    const char *env = std::getenv("UOPC_LLVM_PLUGIN");
+    std::string path = env && *env ? env : ownDirectory() + "libuopc-llvm.so";
+    void *h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+      const char *why = dlerror();
+      error = "the LLVM backend cannot be loaded from '" + path + "': " + (why ? why : "unknown error") +
+              " (set UOPC_LLVM_PLUGIN to libuopc-llvm.so)";
+      return;
+    }
+    auto get = reinterpret_cast<const LLVMPluginApi *(*)()>(dlsym(h, "uopc_llvm_plugin"));
+    if (!get) {
+      error = "'" + path + "' is not uopc's LLVM backend (no uopc_llvm_plugin)";
+      return;
+    }
+    const LLVMPluginApi *a = get();
+    if (!a || a->version != LLVMPluginApi::kVersion) {
+      error = "'" + path + "' is an LLVM backend of another uopc version";
+      return;
+    }
+    api = a; // never dlclosed: its code may run until exit
+  });
+  if (!api) fail(error);
+  return *api;
+}
+
+EmittedLLVMKernel emitLLVMKernel(Context &ctx, const UOp *kernelCall, int64_t deviceNum, std::string_view name,
+                                 const LLVMEmitOptions &options) {
+  return llvmPlugin().emit(ctx, kernelCall, deviceNum, name, options);
+}
+
+void checkGpuArch(const std::string &arch) { llvmPlugin().checkGpuArch(arch); }
+
+struct KernelJit::Impl {
+  void *engine = nullptr;
+};
+
+KernelJit::KernelJit() : impl(std::make_unique<Impl>()) { impl->engine = llvmPlugin().jitCreate(); }
+
+KernelJit::~KernelJit() {
+  if (impl->engine) llvmPlugin().jitDestroy(impl->engine);
+}
+
+void KernelJit::addModule(const std::string &irText, const std::string &what) {
+  llvmPlugin().jitAddModule(impl->engine, irText, what);
+}
+
+KernelJit::Entry KernelJit::entry(const std::string &symbol, size_t nbufs, size_t nvars) {
+  return llvmPlugin().jitEntry(impl->engine, symbol, nbufs, nvars);
+}
+
+} // namespace uopc
