@@ -17,6 +17,7 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -258,7 +259,7 @@ struct Manifest {
       std::string name = strField(v, "name", "var");
       vars.push_back({name, intField(v, "min", "var " + name), intField(v, "max", "var " + name)});
     }
-    std::set<std::string> symbols;
+    std::map<std::string, std::string> symbolFiles; // a symbol may serve several steps, from one file
     for (const Json &s : arrField(m, "steps", "manifest")) {
       Step st;
       std::string where = "step " + std::to_string(steps.size());
@@ -275,7 +276,10 @@ struct Manifest {
       } else if (kind == "kernel") {
         st.symbol = strField(s, "symbol", where);
         if (!isIdentifier(st.symbol)) fail("manifest: " + where + ".symbol '" + st.symbol + "' is not a C identifier");
-        if (!symbols.insert(st.symbol).second) fail("manifest: symbol '" + st.symbol + "' is used by two steps");
+        st.file = strField(s, "file", where);
+        auto [known, isNew] = symbolFiles.emplace(st.symbol, st.file);
+        if (!isNew && known->second != st.file)
+          fail("manifest: symbol '" + st.symbol + "' is exported by two files ('" + known->second + "' and '" + st.file + "')");
         st.file = strField(s, "file", where);
         fs::path rel(st.file);
         bool ok = !rel.empty() && rel.is_relative();
