@@ -25,9 +25,12 @@ test: build
 bench: build
 	@./bench/run.sh $(BUILD)
 
-# The same suite under AddressSanitizer + UndefinedBehaviorSanitizer.
+# The same suite under AddressSanitizer + UndefinedBehaviorSanitizer. LeakSanitizer's tracer crashes
+# ("Tracer caught signal 11", about half the runs) scanning the thread-local storage of a dlopened libLLVM
+# with GCC 12's sanitizer runtime on glibc 2.36; use_tls=0 skips that scan (leaks are still found, only
+# pointers held in TLS no longer count as reachable).
 asan:
-	@$(MAKE) test BUILD=build-asan CMAKE_FLAGS="-DUOPC_SANITIZE=ON"
+	@LSAN_OPTIONS=use_tls=0 $(MAKE) test BUILD=build-asan CMAKE_FLAGS="-DUOPC_SANITIZE=ON"
 
 clean:
 	rm -rf $(BUILD) build-asan

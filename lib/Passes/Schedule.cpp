@@ -10,6 +10,7 @@
 #include "IR/Range.h"
 #include "IR/Records.h"
 #include "Passes/Passes.h"
+#include "Passes/Symbolic/Symbolic.h"
 
 #include <algorithm>
 #include <map>
@@ -288,6 +289,19 @@ struct Builder {
     return any;
   }
 
+  /// coversAll on the kernel as each device runs it: `_device_num` bound to the device's index and the
+  /// body simplified (as the emitters do), so a per-device selection (where(_device_num == i, x, Invalid))
+  /// folds away before the Invalid check.
+  bool coversAllDevices(const UOp *body, size_t outBuffer) {
+    const SchedBuffer &b = s.buffers[outBuffer];
+    for (size_t d = 0; d < std::max<size_t>(1, b.devices.size()); ++d) {
+      SymbolicCtx sc;
+      const UOp *k = bindVariables(*g.ctx, body, {{"_device_num", static_cast<int64_t>(d)}}, &sc);
+      if (!coversAll(simplifyWith(*g.ctx, k, symRules(), &sc), b.numel)) return false;
+    }
+    return true;
+  }
+
   /// Roles of the parameters: written by a call, and/or read in the state they had before the run.
   void roles() {
     std::vector<char> written(s.buffers.size()), readInitial(s.buffers.size());
@@ -307,7 +321,7 @@ struct Builder {
               readInitial[ob] = 1;
           }
         // a store that may leave elements unwritten keeps their prior contents: the buffer is inout too
-        if (!readInitial[ob] && !coversAll(call->src(0), s.buffers[ob].numel)) readInitial[ob] = 1;
+        if (!readInitial[ob] && !coversAllDevices(call->src(0), ob)) readInitial[ob] = 1;
       }
     }
     for (size_t b = 0; b < s.buffers.size(); ++b)

@@ -14,7 +14,7 @@ config.environment["PATH"] = os.pathsep.join([config.uopc_tools_dir, config.llvm
 config.substitutions.append(("%uopc-run", os.path.join(config.uopc_tools_dir, "uopc-run")))
 config.substitutions.append(("%uopc", os.path.join(config.uopc_tools_dir, "uopc")))
 config.substitutions.append(("%corpus", config.uopc_corpus))
-for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS"):
+for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):
     if var in os.environ:
         config.environment[var] = os.environ[var]
 if os.path.isdir(config.uopc_corpus):
