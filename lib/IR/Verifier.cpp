@@ -224,8 +224,14 @@ private:
 
   [[noreturn]] void error(const std::string &msg) const { fail(g_.describe(u_) + ": " + msg); }
   std::string dt(DType d) const { return std::string(dtypeName(d)); }
+  /// A weak source (a Python literal) takes the dtype it meets, but only of its own kind: weakint among
+  /// integers (and bool), weakfloat among floats. weakint + float32 has no one meaning the interpreter,
+  /// the simplifier and the targets agree on, so it is refused here.
+  static bool weakFits(DType weak, DType other) {
+    return weak == DType::WeakInt ? !isFloat(other) : weak == DType::WeakFloat ? isFloat(other) : false;
+  }
   void srcDType(const UOp *s, DType want, const char *role = "source") const {
-    if (!matches(s, want) && !isWeak(s->dtype))
+    if (!matches(s, want) && !(isWeak(s->dtype) && weakFits(s->dtype, want)))
       error(std::string(role) + " " + g_.describe(s) + " has dtype " + dt(s->dtype) + ", expected " + dt(want));
   }
   void checkArity(const OpRule &r);
@@ -306,7 +312,8 @@ void NodeChecker::checkSources(const OpRule &r) {
     break;
   case Srcs::Cmp: {
     const UOp *x = srcs[0], *y = srcs[1];
-    if (!matches(x, y->dtype) && !matches(y, x->dtype) && !isWeak(x->dtype) && !isWeak(y->dtype))
+    if (!matches(x, y->dtype) && !matches(y, x->dtype) && !(isWeak(x->dtype) && weakFits(x->dtype, y->dtype)) &&
+        !(isWeak(y->dtype) && weakFits(y->dtype, x->dtype)))
       error("compares " + dt(x->dtype) + " with " + dt(y->dtype));
     break;
   }

@@ -305,6 +305,30 @@ ValuePtr Evaluator::evalElementwise(const UOp *u) {
   for (const UOp *s : u->src()) vs.push_back(&val(u, s));
   DType in = op == Op::WHERE ? vs[1]->dtype : vs[0]->dtype, out = u->dtype;
   auto dn = [](DType d) { return std::string(dtypeName(d)); };
+  // A weak operand (a Python literal) takes the dtype of the op's strong operands (the verifier allows
+  // only its own kind: weakint among integers, weakfloat among floats), converted as a CAST would.
+  std::vector<ValuePtr> converted;
+  if (op != Op::CAST && op != Op::BITCAST) {
+    size_t first = op == Op::WHERE ? 1 : 0;
+    for (size_t j = first; j < vs.size(); ++j)
+      if (vs[j]->dtype != DType::WeakInt && vs[j]->dtype != DType::WeakFloat) {
+        in = vs[j]->dtype;
+        break;
+      }
+    for (size_t j = first; j < vs.size(); ++j) {
+      DType from = vs[j]->dtype;
+      if (from == in || (from != DType::WeakInt && from != DType::WeakFloat)) continue;
+      auto c = std::make_shared<Value>(*vs[j]);
+      c->dtype = in;
+      for (ArrayPtr &a : c->per) {
+        auto conv = std::make_shared<Array>(*a);
+        for (Word &w : conv->words) w = interp::castWord(from, in, w);
+        a = std::move(conv);
+      }
+      converted.push_back(c);
+      vs[j] = c.get();
+    }
+  }
   if (op == Op::CAST || op == Op::BITCAST) {
     if (!isHoldable(in) || !isHoldable(out))
       error(u, "the interpreter does not support " + std::string(opName(op)) + " from " + dn(in) + " to " + dn(out));

@@ -725,9 +725,9 @@ struct Emitter {
     return roundTo(out, e);
   }
 
-  Value *intAlu(const UOp *u, Op op, DType out, DType in, const std::vector<Value *> &a) {
+  Value *intAlu(const UOp *u, Op op, DType out, DType in, const std::vector<Value *> &a, const std::vector<DType> &dts) {
     bool uns = !isSignedInt(in);
-    auto x64 = [&](size_t k) { return ext64(a[k], u->src(k)->dtype); };
+    auto x64 = [&](size_t k) { return ext64(a[k], dts[k]); };
     auto wrapped = [&](Value *r) { return narrow(r, out); };
     switch (op) {
     case Op::CMPLT: return uns ? b.CreateICmpULT(a[0], a[1]) : b.CreateICmpSLT(a[0], a[1]);
@@ -813,6 +813,27 @@ struct Emitter {
     std::vector<Value *> a;
     for (const Val &v : s) a.push_back(v.v);
     opsUsed.insert(std::string(opName(u->op)));
+    // A weak source (a Python literal's int or float: weak dtypes match anything) takes the dtype of the
+    // op's strong operands (weakint + float32, weakfloat * float32, int32 < weakint), as C's usual
+    // conversions do in the C target; `dts` is each operand's dtype after that.
+    DType in = u->src(0)->dtype;
+    std::vector<DType> dts;
+    for (const UOp *x : u->src()) dts.push_back(x->dtype);
+    if (u->op != Op::CAST && u->op != Op::BITCAST) {
+      size_t first = u->op == Op::WHERE ? 1 : 0;
+      DType strong = u->op == Op::WHERE ? u->dtype : in;
+      for (size_t k = first; k < u->nsrc; ++k)
+        if (dts[k] != DType::WeakInt && dts[k] != DType::WeakFloat) {
+          strong = dts[k];
+          break;
+        }
+      for (size_t k = first; k < u->nsrc; ++k)
+        if (dts[k] != strong && a[k]->getType() != computeType(strong)) {
+          a[k] = cast(dts[k], strong, a[k]);
+          dts[k] = strong;
+        }
+      if (u->op != Op::WHERE) in = strong;
+    }
     if (u->op == Op::WHERE) {
       Value *ok = s[0].ok;
       if (s[1].ok || s[2].ok)
@@ -821,13 +842,12 @@ struct Emitter {
     }
     Value *ok = nullptr;
     for (const Val &v : s) ok = andOk(ok, v.ok);
-    DType in = u->src(0)->dtype;
     Value *e = nullptr;
     if (u->op == Op::CAST) e = cast(in, u->dtype, a[0]);
     else if (u->op == Op::BITCAST) {
       if (dtypeSize(in) != dtypeSize(u->dtype)) failAt(u, "BITCAST between dtypes of different sizes");
       e = fromBits(u->dtype, bitsOf(in, a[0]));
-    } else e = isF(in) ? floatAlu(u, u->op, u->dtype, in, a) : intAlu(u, u->op, u->dtype, in, a);
+    } else e = isF(in) ? floatAlu(u, u->op, u->dtype, in, a) : intAlu(u, u->op, u->dtype, in, a, dts);
     if (!e) failAt(u, "op not defined on " + std::string(dtypeName(in)));
     return {e, ok};
   }
