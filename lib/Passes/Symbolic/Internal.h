@@ -182,6 +182,7 @@ const RuleSet &castLateRules();
 const RuleSet &divModSimpleRules();
 const RuleSet &divModRules();
 const RuleSet &simplifyValidRulesImpl();
+const RuleSet &reduceCollapseRules();
 
 /// tinygrad's uop_given_valid: u simplified under the assumption that `valid` is true.
 const UOp *uopGivenValid(SymbolicCtx &sc, Context &ctx, const UOp *valid, const UOp *u, bool trySimplex = true);

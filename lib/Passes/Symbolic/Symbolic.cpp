@@ -27,7 +27,8 @@ const RuleSet &simplifyValidRules() { return simplifyValidRulesImpl(); }
 
 const RuleSet &symRules() {
   static const RuleSet rules =
-      symbolicRules() + simplifyValidRules() + castLateRules() + memoryRules() + distributeRules();
+      symbolicRules() + simplifyValidRules() + castLateRules() + memoryRules() + distributeRules() +
+      sym::reduceCollapseRules();
   return rules;
 }
 
