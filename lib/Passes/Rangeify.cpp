@@ -318,6 +318,55 @@ void runRangeify(Graph &g) {
   }
   for (size_t k = 0; k < kernels.size(); ++k) lowerKernel(static_cast<int>(k));
 
+  // A candidate whose cone holds a REDUCE has no recompute cost (reductions are never recomputed), unless
+  // every REDUCE of its lowered form has a closed form (an arange: Symbolic/Reduce.cpp), as in tinygrad,
+  // where the reduce collapse runs before bufferizes are removed. Its cost is then the value ops (not the
+  // weakint index math) of the collapsed form.
+  Lowerer scratch(g, si);
+  scratch.isMaterialized = isMat;
+  scratch.stateOf = L.stateOf;
+  SymbolicCtx scratchSc;
+  // Only a reduction of no data (an arange: tinygrad's "REDUCE without loads") has a closed form here:
+  // a cone whose REDUCE reads a buffer or a materialized value is not lowered at all (matmuls, softmax).
+  auto reducesLoadFree = [&](const UOp *s) {
+    std::unordered_set<const UOp *> seen[2]; // outside / under a REDUCE
+    std::vector<std::pair<const UOp *, bool>> work{{s, false}};
+    while (!work.empty()) {
+      auto [u, under] = work.back();
+      work.pop_back();
+      if (u != s && (isMat(u) || Lowerer::isBuffer(u) || u->op == Op::AFTER)) {
+        if (under) return false;
+        continue;
+      }
+      bool next = under || u->op == Op::REDUCE;
+      for (const UOp *x : u->src())
+        if (seen[next].insert(x).second) work.push_back({x, next});
+    }
+    return true;
+  };
+  auto collapsedCost = [&](const UOp *s) -> std::optional<int64_t> {
+    if (!reducesLoadFree(s)) return std::nullopt;
+    scratch.uses.clear();
+    scratch.beginKernel(-1, true);
+    const UOp *body = scratch.lowerMaterialize(s, c.make(Op::STAGE, s->dtype, {s}));
+    scratch.uses.clear();
+    body = simplifyWith(c, body, symRules(), &scratchSc);
+    // walk the kernel, not into the placeholders of materialized values (STAGE(x) wraps tensor-level x)
+    int64_t n = 0;
+    std::vector<const UOp *> stack{body};
+    std::unordered_set<const UOp *> seen{body};
+    while (!stack.empty()) {
+      const UOp *u = stack.back();
+      stack.pop_back();
+      if (u->op == Op::REDUCE) return std::nullopt;
+      if (isALU(u->op) && u->dtype != DType::WeakInt && u->dtype != DType::Bool) ++n;
+      if (u->op == Op::STAGE) continue;
+      for (const UOp *x : u->src())
+        if (seen.insert(x).second) stack.push_back(x);
+    }
+    return n;
+  };
+
   ConeFacts cone;
   cone.isMat = isMat;
   cone.isRemoved = [&](const UOp *u) { return candPos.count(u) && !staged.count(u); };
@@ -346,6 +395,7 @@ void runRangeify(Graph &g) {
     auto numel = numelOf(si, s);
     if (!numel) return false;
     auto cost = cone.cost(s);
+    if (!cost) cost = collapsedCost(s);
     // work per indexing (the seed's recompute_work: each indexing happens in exactly one kernel), and
     // work per distinct kernel (several sites in one kernel share its output loop)
     std::optional<int64_t> work = int64_t(0), kernelWork = int64_t(0), maxKernelWork = int64_t(0);
