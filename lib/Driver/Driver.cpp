@@ -134,7 +134,7 @@ void emitKernels(Graph &g, const Schedule &s, const std::string &target, const B
     if (target == "c") {
       EmittedKernel k = emitCKernel(*g.ctx, st.call, st.deviceNum, a.symbol, CEmitOptions{opts.allowCustom});
       a.symbol = k.symbol;
-      if (out) out->write(a.file, k.source);
+      if (out) out->write(a.file, k.source + "/* " + kernelSignature(st.call) + " */\n");
       continue;
     }
     LLVMEmitOptions lo;
@@ -148,7 +148,7 @@ void emitKernels(Graph &g, const Schedule &s, const std::string &target, const B
       a.global = k.launch->global;
       a.local = k.launch->local;
     }
-    if (out) out->write(a.file, target == "ptx" ? k.ptx : k.ir);
+    if (out) out->write(a.file, (target == "ptx" ? k.ptx + "// " : k.ir + "; ") + kernelSignature(st.call) + "\n");
   }
 }
 

@@ -2,6 +2,7 @@
 #include "Runtime/Runner.h"
 
 #include "IR/Error.h"
+#include "IR/Types.h"
 #include "Runtime/Cuda.h"
 #include "Targets/LLVMJit.h"
 
@@ -106,6 +107,7 @@ struct Param {
   std::vector<size_t> deviceIndex; // per device of the slot: its index in Manifest::devices
 };
 struct Buffer {
+  std::string dtype;
   int64_t bytes;
   std::vector<size_t> devices; // device indices
   std::vector<int64_t> offsets;
@@ -181,6 +183,72 @@ struct Manifest {
            devices[deviceOf(r)];
   }
 
+  /// bytes must be numel elements of dtype (a manifest that says otherwise would let a kernel run past
+  /// its allocation).
+  static void checkBytes(const std::string &dtype, int64_t numel, int64_t bytes, const std::string &where) {
+    auto dt = dtypeFromName(dtype);
+    if (!dt || dtypeSize(*dt) == 0) fail("manifest: " + where + " has unknown dtype '" + dtype + "'");
+    if (numel > INT64_MAX / static_cast<int64_t>(dtypeSize(*dt)) || numel * static_cast<int64_t>(dtypeSize(*dt)) != bytes)
+      fail("manifest: " + where + " says " + std::to_string(bytes) + " bytes for " + std::to_string(numel) + " " + dtype +
+           " elements");
+  }
+
+  /// Each kernel file ends with the line uopc wrote for it, "uopc-signature: <dtype>:<elements>... vars <n>"
+  /// (Targets/CTarget.h kernelSignature): every step running that file must pass that many arguments, each
+  /// of that dtype and at least that large, and that many variables. A file without the line (not written
+  /// by uopc) is run unchecked.
+  void checkSignatures() {
+    for (const std::string &file : kernelFiles()) {
+      std::string text = readWhole((dir / file).string(), "kernel");
+      size_t at = text.rfind("uopc-signature:");
+      if (at == std::string::npos) continue;
+      std::istringstream line(text.substr(at + 15, text.find('\n', at) - at - 15));
+      std::vector<std::pair<std::string, int64_t>> want; // dtype, elements (-1: depends on a variable)
+      std::string tok;
+      size_t nvars = SIZE_MAX;
+      while (line >> tok) {
+        if (tok == "vars") {
+          if (!(line >> nvars)) nvars = SIZE_MAX;
+          break;
+        }
+        size_t colon = tok.find(':');
+        if (colon == std::string::npos) fail("kernel '" + file + "': malformed uopc-signature entry '" + tok + "'");
+        std::string n = tok.substr(colon + 1);
+        int64_t elems = -1;
+        if (n != "?") {
+          try {
+            elems = std::stoll(n);
+          } catch (const std::exception &) {
+            fail("kernel '" + file + "': malformed uopc-signature entry '" + tok + "'");
+          }
+        }
+        want.push_back({tok.substr(0, colon), elems});
+      }
+      if (nvars == SIZE_MAX) fail("kernel '" + file + "': malformed uopc-signature line");
+      for (size_t i = 0; i < steps.size(); ++i) {
+        const Step &st = steps[i];
+        if (st.isCopy || st.file != file) continue;
+        std::string where = "step " + std::to_string(i) + " (" + st.label + ")";
+        if (st.args.size() != want.size() || st.vars.size() != nvars)
+          fail("manifest: " + where + " passes " + std::to_string(st.args.size()) + " buffers and " +
+               std::to_string(st.vars.size()) + " variables; '" + file + "' takes " + std::to_string(want.size()) +
+               " and " + std::to_string(nvars));
+        for (size_t k = 0; k < want.size(); ++k) {
+          const Ref &r = st.args[k];
+          const std::string &dt = r.isParam ? params[r.index].dtype : buffers[r.index].dtype;
+          auto size = dtypeFromName(want[k].first);
+          if (dt != want[k].first || !size)
+            fail("manifest: " + where + " argument " + std::to_string(k) + " (" + describe(r) + ") is " + dt + "; '" +
+                 file + "' reads " + want[k].first);
+          if (want[k].second >= 0 && bytesOf(r) < want[k].second * static_cast<int64_t>(dtypeSize(*size)))
+            fail("manifest: " + where + " argument " + std::to_string(k) + " (" + describe(r) + ") holds " +
+                 std::to_string(bytesOf(r)) + " bytes; '" + file + "' indexes " + std::to_string(want[k].second) +
+                 " elements");
+        }
+      }
+    }
+  }
+
   /// The distinct kernel files, in order of first use.
   std::vector<std::string> kernelFiles() const {
     std::vector<std::string> files;
@@ -228,6 +296,7 @@ struct Manifest {
       q.dtype = strField(p, "dtype", where);
       q.role = strField(p, "role", where);
       q.bytes = intField(p, "bytes", where, 0);
+      checkBytes(q.dtype, intField(p, "numel", where, 0), q.bytes, where);
       for (const Json &d : arrField(p, "devices", where)) {
         if (!d.is_string()) fail("manifest: " + where + ".devices holds a non-string");
         q.deviceIndex.push_back(deviceIndex(d.get<std::string>(), where));
@@ -240,7 +309,9 @@ struct Manifest {
     for (const Json &b : arrField(m, "buffers", "manifest")) {
       Buffer q;
       std::string where = "buffer " + std::to_string(buffers.size());
+      q.dtype = strField(b, "dtype", where);
       q.bytes = intField(b, "bytes", where, 0);
+      checkBytes(q.dtype, intField(b, "numel", where, 0), q.bytes, where);
       for (const Json &d : arrField(b, "devices", where)) {
         if (!d.is_string()) fail("manifest: " + where + ".devices holds a non-string");
         q.devices.push_back(deviceIndex(d.get<std::string>(), where));
@@ -314,6 +385,7 @@ struct Manifest {
       }
       steps.push_back(std::move(st));
     }
+    checkSignatures();
   }
 };
 

@@ -58,6 +58,12 @@ EmittedKernel emitCKernel(Context &ctx, const UOp *kernelCall, int64_t deviceNum
 /// The symbolic variables (names, sorted, `_device_num` excluded) a kernel takes as int64_t arguments.
 std::vector<std::string> kernelVariables(const UOp *kernelCall);
 
+/// What a kernel needs of each argument, for the runner to check a manifest against the kernel it runs:
+/// "uopc-signature: <dtype>:<elements> ... vars <n>", one entry per CALL argument in order, the elements
+/// being the most the kernel may index (its PARAM's size; `?` when it depends on a variable), then the
+/// number of variable arguments. Written as a comment line at the end of every kernel file.
+std::string kernelSignature(const UOp *kernelCall);
+
 /// `name` as a C identifier that is safe as a file name too: [A-Za-z0-9_] only (others become '_'),
 /// never empty, never starting with a digit, at most 64 characters. Distinct inputs may collide: a caller
 /// naming several kernels makes the names unique itself.

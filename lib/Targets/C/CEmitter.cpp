@@ -790,6 +790,24 @@ std::vector<std::string> kernelVariables(const UOp *kernelCall) {
   return {names.begin(), names.end()};
 }
 
+std::string kernelSignature(const UOp *call) {
+  size_t nargs = call->nsrc > 0 ? call->nsrc - 1 : 0;
+  std::vector<std::string> entries(nargs);
+  for (size_t i = 0; i < nargs; ++i) entries[i] = std::string(dtypeName(call->src(i + 1)->dtype)) + ":?";
+  if (call->op == Op::CALL && call->nsrc > 0 && call->src(0)->op == Op::SINK)
+    for (const UOp *u : toposort(call->src(0))) {
+      if (u->op != Op::PARAM || Emitter::interpScalar(u)) continue;
+      ParamArg pa = ParamArg::decode(u->arg);
+      if (pa.slot < 0 || static_cast<size_t>(pa.slot) >= nargs) continue;
+      auto n = u->nsrc ? constBound(u->src(0)) : std::nullopt;
+      entries[static_cast<size_t>(pa.slot)] =
+          std::string(dtypeName(u->dtype)) + ":" + (n ? std::to_string(static_cast<int64_t>(*n)) : std::string("?"));
+    }
+  std::string s = "uopc-signature:";
+  for (const std::string &e : entries) s += " " + e;
+  return s + " vars " + std::to_string(kernelVariables(call).size());
+}
+
 EmittedKernel emitCKernel(Context &ctx, const UOp *call, int64_t deviceNum, std::string_view name,
                           const CEmitOptions &options) {
   if (call->op != Op::CALL || call->nsrc == 0) fail("C target: expected a kernel CALL, got " + std::string(opName(call->op)));
