@@ -12,7 +12,10 @@ using Json = nlohmann::ordered_json;
 KernelArtifact defaultArtifact(const Schedule &s, const SchedStep &step, std::string_view ext) {
   const std::string &dir = s.deviceDirs.at(step.device);
   const std::string &name = s.kernels.at(step.kernel).name;
-  return {"kernels/" + dir + "/" + name + "." + std::string(ext), name + "_" + dir};
+  KernelArtifact a;
+  a.file = "kernels/" + dir + "/" + name + "." + std::string(ext);
+  a.symbol = name + "_" + dir;
+  return a;
 }
 
 namespace {

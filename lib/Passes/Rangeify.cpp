@@ -423,8 +423,9 @@ void runRangeify(Graph &g) {
     // read once per output element of its only kernel: inlining duplicates nothing, whatever the cost
     bool once = cost && kset.size() == 1 && !underReduce && kernelWork && *kernelWork <= *numel;
     if (n > 1) {
+      int64_t limit = *numel * n;
       bool cheap = cost && *cost <= kMaxRecompute &&
-                   ((work && *work <= *numel * n) || (kernelWork && *kernelWork <= *numel * n));
+                   (work.value_or(INT64_MAX) <= limit || kernelWork.value_or(INT64_MAX) <= limit);
       return cheap || threefry || tiny;
     }
     const Indexing &ix = idxs.begin()->second;

@@ -36,8 +36,8 @@ namespace {
 using namespace padforms;
 
 struct IdentityState {
-  Graph *g;
-  ShapeInfo *shapes;
+  Graph *g = nullptr;
+  ShapeInfo *shapes = nullptr;
   std::unordered_map<uint64_t, bool> varies;              // memo of varies(), by Key::id
   std::unordered_map<uint64_t, const UOp *> identity;     // memo of toIdentity() for one REDUCE
   int rank(const UOp *u) const {
@@ -202,7 +202,9 @@ const RuleSet &identityRules() {
 
 void runReduceIdentity(Graph &g) {
   ShapeInfo shapes(g);
-  IdentityState st{&g, &shapes};
+  IdentityState st;
+  st.g = &g;
+  st.shapes = &shapes;
   RewriteOptions o;
   o.sourcesFirst = &identityRules();
   o.user = &st;

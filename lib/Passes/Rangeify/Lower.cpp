@@ -153,7 +153,10 @@ const UOp *Lowerer::lower(const UOp *root, const Idx &rootIdx) {
   // An explicit stack instead of recursion (a kernel may be a value a million ops deep): plan() turns a
   // frame into its children's requests, or its result; combine() builds the result from the children's.
   std::vector<Frame> stack;
-  stack.push_back(Frame{root, rootIdx});
+  Frame first;
+  first.u = root;
+  first.idx = rootIdx;
+  stack.push_back(std::move(first));
   const UOp *result = nullptr;
   while (true) {
     Frame &f = stack.back();
@@ -165,7 +168,9 @@ const UOp *Lowerer::lower(const UOp *root, const Idx &rootIdx) {
     }
     if (!f.result && f.results.size() < f.reqs.size()) {
       auto &[child, childIdx] = f.reqs[f.results.size()];
-      Frame next{child, std::move(childIdx)};
+      Frame next;
+      next.u = child;
+      next.idx = std::move(childIdx);
       stack.push_back(std::move(next));
       continue;
     }

@@ -74,7 +74,7 @@ private:
 
   /// One value being lowered at one indexing (lower() keeps a stack of these, never recursing).
   struct Frame {
-    const UOp *u;
+    const UOp *u = nullptr;
     Idx idx;
     bool planned = false;
     std::pair<const UOp *, const UOp *> memoKey{};
