@@ -170,6 +170,24 @@ struct KernelEval {
       }
       return {ix.axes, ix.dims, a};
     }
+    case Op::LOAD: { // LOAD(read, alt): the read where it is valid, else the alternative
+      const RV &x = eval(u->src(0));
+      if (u->nsrc < 2) return x;
+      const RV &alt = eval(u->src(1));
+      std::vector<const UOp *> axes;
+      Dims dims;
+      unite(axes, dims, x);
+      unite(axes, dims, alt);
+      sortAxes(axes, dims);
+      ArrayPtr gx = gather(*x.a, viewFor(x, axes, dims)), ga = gather(*alt.a, viewFor(alt, axes, dims));
+      auto a = std::make_shared<Array>(*gx);
+      if (gx->hasInvalid()) {
+        a->invalid.assign(a->words.size(), 0);
+        for (size_t i = 0; i < a->words.size(); ++i)
+          if (gx->isInvalid(i)) a->words[i] = ga->words[i], a->invalid[i] = ga->isInvalid(i);
+      }
+      return {axes, dims, a};
+    }
     case Op::REDUCE: {
       const RV &x = eval(u->src(0));
       std::vector<const UOp *> axes(u->src().begin() + 1, u->src().end());

@@ -16,6 +16,7 @@
 #include <map>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace uopc {
 namespace {
@@ -265,6 +266,22 @@ struct Builder {
     for (auto &[name, v] : vars) s.vars.push_back(v);
   }
 
+  /// True when an Invalid may reach `root`'s value: an Invalid CONST below it, except under the read of a
+  /// LOAD with an alternative (where the read is Invalid, the LOAD is its alternative).
+  static bool mayBeInvalid(const UOp *root) {
+    std::vector<const UOp *> stack{root};
+    std::unordered_set<const UOp *> seen{root};
+    while (!stack.empty()) {
+      const UOp *u = stack.back();
+      stack.pop_back();
+      if (u->op == Op::CONST && u->arg && u->arg->kind == ArgKind::Invalid) return true;
+      size_t first = u->op == Op::LOAD && u->nsrc > 1 ? 1 : 0;
+      for (size_t i = first; i < u->nsrc; ++i)
+        if (seen.insert(u->src(i)).second) stack.push_back(u->src(i));
+    }
+    return false;
+  }
+
   /// True when the kernel surely writes every one of the numel elements of slot 0: each store to it is
   /// END(STORE(...), ranges) over constant ranges whose sizes multiply to at least numel, with no Invalid
   /// (a gate) in its index or value. Conservative: false when unsure.
@@ -282,8 +299,7 @@ struct Builder {
           n = boundMul(n, *c);
         }
       if (n < numel) return false;
-      for (const UOp *u : toposort(st))
-        if (u->op == Op::CONST && u->arg && u->arg->kind == ArgKind::Invalid) return false;
+      if (mayBeInvalid(st)) return false;
       any = true;
     }
     return any;

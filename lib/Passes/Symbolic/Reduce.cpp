@@ -135,8 +135,25 @@ V collapseReduce(S &s) {
       for (const UOp *r : unused) rest = rest * s.wrap(r->src(0)).cast(red->dtype);
     return rest;
   }
-  if (op != Op::ADD || red->nsrc != 2 || val->op != Op::WHERE || holdsInvalid(val)) return nullptr;
-  const UOp *r = red->src(1), *cond = val->src(0), *t = val->src(1), *f = val->src(2);
+  if (op != Op::ADD || red->nsrc != 2) return nullptr;
+  const UOp *r = red->src(1), *cond = nullptr, *t = nullptr, *f = nullptr;
+  if (val->op == Op::WHERE && !holdsInvalid(val)) {
+    cond = val->src(0), t = val->src(1), f = val->src(2);
+  } else if (val->op == Op::LOAD && val->nsrc == 2 && val->src(0)->op == Op::INDEX && val->src(0)->nsrc >= 2 &&
+             val->src(0)->src(1)->op == Op::WHERE && isInvalidConst(val->src(0)->src(1)->src(2))) {
+    // a read under a condition (the where moved onto the load): c ? x[i] : z
+    const UOp *index = val->src(0), *gated = index->src(1);
+    std::vector<const UOp *> srcs(index->src().begin(), index->src().end());
+    srcs[1] = gated->src(1);
+    cond = gated->src(0), t = c.withSrc(index, srcs), f = val->src(1);
+    if (holdsInvalid(t) || holdsInvalid(f) || holdsInvalid(cond)) return nullptr;
+  } else {
+    return nullptr;
+  }
+  while (cond->op == Op::CMPNE && cond->src(0)->dtype == DType::Bool && intConst(cond->src(1)) == 1) {
+    cond = cond->src(0); // !x ? t : f  ==  x ? f : t
+    std::swap(t, f);
+  }
   V n = s.wrap(r->src(0));
 
   // counting: (cond ? x : 0) or (cond ? 0 : x), x not using r
@@ -179,7 +196,9 @@ V collapseReduce(S &s) {
   if (!idx || !isInt(idx->dtype)) return nullptr;
   V i = s.wrap(idx).cast(r->dtype);
   V inRange = i.lt(s.wrap(r).k(0)).lnot() & i.lt(n);
-  V at = s.wrap(replaceNodes(c, expr, {{r, i}}));
+  // r becomes idx gated by the range (tinygrad's idx.valid(v)): the loads in expr get a gated index, whose
+  // gate the emitters know implies their bounds
+  V at = s.wrap(replaceNodes(c, expr, {{r, i.valid(inRange)}}));
   return inRange.where(at, s.wrap(expr).k(0));
 }
 

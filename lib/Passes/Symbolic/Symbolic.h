@@ -75,6 +75,12 @@ const UOp *simplifyWith(Context &ctx, const UOp *u, const RuleSet &rules, Symbol
 const UOp *substituteAndSimplify(Context &ctx, const UOp *root,
                                  const std::unordered_map<const UOp *, const UOp *> &map,
                                  SymbolicCtx *sctx = nullptr);
+/// The range of a buffer index where the access happens at all: `ix` under its WHERE(c, i, Invalid) gates,
+/// with those conditions and the INDEX's gate sources `gates` assumed (each clause `X < c` / `c < X` /
+/// `!(X < c)` bounds its X, tinygrad's parse_valid; an X appearing in the index is replaced by a variable of
+/// the narrowed range). What the emitters use to leave out bounds checks that the gates already imply.
+VRange indexRangeGivenGates(SymbolicCtx &sc, Context &ctx, const UOp *ix, std::span<const UOp *const> gates);
+
 /// Binds symbolic variables by name (a PARAM with a name and vmin_vmax, e.g. `_device_num`, or the
 /// variable of a BIND) to constants and resimplifies. Names not in the graph are ignored.
 const UOp *bindVariables(Context &ctx, const UOp *root, const std::unordered_map<std::string, int64_t> &values,

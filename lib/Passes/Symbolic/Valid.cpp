@@ -141,6 +141,43 @@ const UOp *uopGivenValid(SymbolicCtx &sc, Context &ctx, const UOp *valid, const 
   return u;
 }
 
+} // namespace uopc::sym
+
+namespace uopc {
+
+VRange indexRangeGivenGates(SymbolicCtx &sc, Context &ctx, const UOp *ix, std::span<const UOp *const> gates) {
+  std::vector<const UOp *> conds(gates.begin(), gates.end());
+  while (ix->op == Op::WHERE && isInvalidConst(ix->src(2))) {
+    conds.push_back(ix->src(0));
+    ix = ix->src(1);
+  }
+  RangeInfo &R = sc.ranges;
+  std::vector<std::pair<const UOp *, std::pair<Bound, Bound>>> bounds;
+  for (const UOp *cond : conds)
+    for (const UOp *stmt : sym::splitUOp(cond, Op::AND)) {
+      auto p = sym::parseValid(R, stmt);
+      if (!p || !isInt(p->expr->dtype)) continue;
+      auto it = std::find_if(bounds.begin(), bounds.end(), [&](auto &b) { return b.first == p->expr; });
+      if (it == bounds.end()) it = bounds.insert(bounds.end(), {p->expr, {R.vmin(p->expr), R.vmax(p->expr)}});
+      if (p->upper) it->second.second = std::min(it->second.second, p->c);
+      else it->second.first = std::max(it->second.first, p->c);
+    }
+  std::unordered_map<const UOp *, const UOp *> narrowed;
+  for (size_t i = 0; i < bounds.size(); ++i) {
+    auto [lo, hi] = bounds[i].second;
+    if (lo > hi) return {0, 0}; // the gates never all hold: no access happens
+    narrowed[bounds[i].first] = sym::fakeVar(ctx, i, lo, hi, bounds[i].first->dtype);
+  }
+  const VRange &plain = R.range(ix);
+  if (narrowed.empty()) return plain;
+  const VRange &given = R.range(sym::replaceNodes(ctx, ix, narrowed));
+  return {std::max(plain.lo, given.lo), std::min(plain.hi, given.hi)};
+}
+
+} // namespace uopc
+
+namespace uopc::sym {
+
 const RuleSet &simplifyValidRulesImpl() {
   static const RuleSet rules{
       srule(pat(Op::AND).dtype(DType::Bool).named("valid"), simplifyValid), // a&b&c: each clause under the others

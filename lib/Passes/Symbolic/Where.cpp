@@ -104,6 +104,17 @@ V gatedIndex(S &s, V index, V cond) {
 }
 V storeUnderGate(S &s) { return s.root().with({gatedIndex(s, s["index"], s["gate"]), s["alt"]}); }
 V storeUnderCond(S &s) { return s.root().with({gatedIndex(s, s["index"], s["cond"]), s["val"]}); }
+/// tinygrad's pm_move_where_on_load: a read selected by a condition is made under it, with the other
+/// branch as the load's alternative. The read then carries the condition as its gate, which is what lets
+/// the emitters drop bounds checks the condition implies (a padded read: the pad mask bounds the index).
+V loadUnderCond(S &s, V cond) {
+  V index = s["index"];
+  if (index->nsrc < 2 || index->dtype == DType::Void || index->src(0)->op != Op::PARAM || isInvalidConst(s["z"]))
+    return nullptr;
+  return s.wrap(s.ctx().make(Op::LOAD, index->dtype, {gatedIndex(s, index, cond), s["z"]}));
+}
+V loadUnderTrue(S &s) { return loadUnderCond(s, s["c"]); }
+V loadUnderFalse(S &s) { return loadUnderCond(s, s["c"].lnot()); }
 
 // ---- removing Invalid ------------------------------------------------------------------------------
 V gateToZero(S &s) { return s["w"].with({s["cond"], s["x"], s["x"].k(0)}); }
@@ -151,6 +162,8 @@ const RuleSet &memoryRules() {
       srule(store.src(index, orOld), storeUnderGate),                                   // x[i]=g?a:x[i] -> x[i if g]=a
       srule(store.src(var(), invalidPat()), noop),                                      // x[i] = Invalid -> NOOP
       srule(store.src(index, gated), storeUnderCond),                                   // x[i] = c?v:I -> x[i if c] = v
+      srule(where(var("c"), index, cvar("z")), loadUnderTrue),                          // c?x[i]:z -> x[i if c] or z
+      srule(where(var("c"), cvar("z"), index), loadUnderFalse),                         // c?z:x[i] -> x[i if !c] or z
   };
   return rules;
 }

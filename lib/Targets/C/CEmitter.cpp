@@ -360,7 +360,7 @@ struct Emitter {
       if (p->op != Op::PARAM || interpScalar(p)) return {};
       std::vector<const UOp *> ops{u->src(1)};
       auto n = constBound(p->src(0));
-      if (!(n && sc.ranges.range(ungated(u->src(1))).hi < *n)) ops.push_back(p->src(0));
+      if (!(n && indexRange(u).hi < *n)) ops.push_back(p->src(0));
       for (const UOp *g : u->src().subspan(2)) ops.push_back(g);
       return ops;
     }
@@ -405,15 +405,12 @@ struct Emitter {
     return r;
   }
 
-  /// The index expression under any Invalid gates, for its bounds.
-  static const UOp *ungated(const UOp *i) {
-    while (i->op == Op::WHERE && isInvalidConst(i->src(2))) i = i->src(1);
-    return i;
-  }
-  /// The validity of an access at index node `ix` (value `i`) into buffer PARAM p, bounds included.
-  std::string access(const UOp *p, const UOp *ix, const Val &i) {
+  /// The range of INDEX u's index where the access happens: bounds its gates imply need no check.
+  VRange indexRange(const UOp *u) { return indexRangeGivenGates(sc, ctx, u->src(1), u->src().subspan(2)); }
+  /// The validity of an access by INDEX `u` (index value `i`) into buffer PARAM p, bounds included.
+  std::string access(const UOp *p, const UOp *u, const Val &i) {
     const UOp *size = p->src(0);
-    const VRange &r = sc.ranges.range(ungated(ix));
+    VRange r = indexRange(u);
     std::string ok = i.ok;
     if (r.lo < 0) ok = andOk(ok, "(" + i.v + " >= 0)");
     auto n = constBound(size);
@@ -427,7 +424,7 @@ struct Emitter {
     if (p->op != Op::PARAM || interpScalar(p)) failAt(u, "INDEX of something other than a buffer PARAM");
     int64_t slot = ParamArg::decode(p->arg).slot;
     Val i = emit(u->src(1));
-    std::string ok = access(p, u->src(1), i);
+    std::string ok = access(p, u, i);
     for (const UOp *g : u->src().subspan(2)) ok = andOk(ok, emit(g).v);
     std::string elem = bufName(slot) + "[" + i.v + "]";
     if (u->dtype == DType::Float16) use(Helper::F16Value), elem = "uopc_f16_value(" + elem + ")";
@@ -588,7 +585,9 @@ struct Emitter {
       Val v = emit(u->src(0));
       if (u->nsrc > 1 && !v.ok.empty()) {
         Val alt = emit(u->src(1));
-        return declare(t, u->dtype, "val", v.ok + " ? " + v.v + " : " + alt.v, alt.ok);
+        // valid where the read is, else as valid as the alternative
+        std::string ok = alt.ok.empty() ? "" : alt.ok == "0" ? v.ok : "(" + v.ok + " || " + alt.ok + ")";
+        return declare(t, u->dtype, "val", v.ok + " ? " + v.v + " : " + alt.v, ok);
       }
       return v;
     }
@@ -745,7 +744,7 @@ struct Emitter {
     for (const UOp *r : loops) openLoop(r);
     Val i = emit(ix->src(1));
     Val v = emit(st->src(1));
-    std::string ok = andOk(access(p, ix->src(1), i), v.ok);
+    std::string ok = andOk(access(p, ix, i), v.ok);
     for (const UOp *g : ix->src().subspan(2)) ok = andOk(ok, emit(g).v);
     if (st->src(1)->dtype != ix->dtype) failAt(st, "stored value's dtype differs from the buffer's");
     std::string val = v.v;

@@ -580,15 +580,11 @@ struct Emitter {
     stack[t]->memo[u] = r;
     return r;
   }
-  static const UOp *ungated(const UOp *i) {
-    while (i->op == Op::WHERE && isInvalidConst(i->src(2))) i = i->src(1);
-    return i;
-  }
-  /// The validity of an access at index node ix (value i) into buffer PARAM p, bounds included. Builds at
-  /// the current insertion point (the caller sets it).
-  Value *access(const UOp *p, const UOp *ix, const Val &i, size_t t) {
-    const UOp *size = p->src(0);
-    const VRange &r = sc.ranges.range(ungated(ix));
+  /// The validity of an access by INDEX u (index value i) into buffer PARAM p, bounds included (those its
+  /// gates imply are not checked again). Builds at the current insertion point (the caller sets it).
+  Value *access(const UOp *p, const UOp *u, const Val &i, size_t t) {
+    const UOp *size = p->src(0), *ix = u->src(1);
+    VRange r = indexRangeGivenGates(sc, ctx, ix, u->src().subspan(2));
     auto n = constBound(size);
     Value *sz = nullptr;
     if (!(n && r.hi < *n)) sz = emit(size).v;
@@ -616,7 +612,7 @@ struct Emitter {
     Val i = emit(u->src(1));
     std::vector<Value *> gates;
     for (const UOp *g : u->src().subspan(2)) gates.push_back(emit(g).v);
-    Value *ok = access(p, u->src(1), i, t);
+    Value *ok = access(p, u, i, t);
     for (Value *g : gates) ok = andOk(ok, g);
     if (auto *c = llvm::dyn_cast_or_null<llvm::ConstantInt>(ok); c && c->isZero()) return {zeroOf(u->dtype), b.getFalse()};
     if (auto *c = llvm::dyn_cast_or_null<llvm::ConstantInt>(ok); c && c->isOne()) ok = nullptr;
@@ -800,7 +796,8 @@ struct Emitter {
       if (u->nsrc > 1 && v.ok) {
         Val alt = emit(u->src(1));
         at(t);
-        return {b.CreateSelect(v.ok, v.v, alt.v), alt.ok};
+        // valid where the read is, else as valid as the alternative
+        return {b.CreateSelect(v.ok, v.v, alt.v), alt.ok ? b.CreateOr(v.ok, alt.ok) : nullptr};
       }
       return v;
     }
@@ -929,7 +926,7 @@ struct Emitter {
     std::vector<Value *> gates;
     for (const UOp *g : ix->src().subspan(2)) gates.push_back(emit(g).v);
     if (st->src(1)->dtype != ix->dtype) failAt(st, "stored value's dtype differs from the buffer's");
-    Value *ok = andOk(access(p, ix->src(1), i, top), v.ok);
+    Value *ok = andOk(access(p, ix, i, top), v.ok);
     for (Value *g : gates) ok = andOk(ok, g);
     at(top);
     Value *val = v.v;
