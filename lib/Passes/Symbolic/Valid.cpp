@@ -168,9 +168,9 @@ VRange indexRangeGivenGates(SymbolicCtx &sc, Context &ctx, const UOp *ix, std::s
     if (lo > hi) return {0, 0}; // the gates never all hold: no access happens
     narrowed[bounds[i].first] = sym::fakeVar(ctx, i, lo, hi, bounds[i].first->dtype);
   }
-  const VRange &plain = R.range(ix);
+  VRange plain = R.range(ix); // by value: computing another range may grow the table
   if (narrowed.empty()) return plain;
-  const VRange &given = R.range(sym::replaceNodes(ctx, ix, narrowed));
+  VRange given = R.range(sym::replaceNodes(ctx, ix, narrowed));
   return {std::max(plain.lo, given.lo), std::min(plain.hi, given.hi)};
 }
 
