@@ -269,14 +269,14 @@ const UOp *fold(Context &ctx, std::span<const UOp *const> terms, Op op, Op boolO
 const UOp *usum(Context &ctx, std::span<const UOp *const> terms) { return fold(ctx, terms, Op::ADD, Op::OR); }
 const UOp *uprod(Context &ctx, std::span<const UOp *const> terms) { return fold(ctx, terms, Op::MUL, Op::AND); }
 
-bool reaches(const UOp *hay, const UOp *needle, size_t budget) {
+bool reaches(const UOp *hay, const UOp *needle, size_t budget, bool whenUnsure) {
   std::vector<const UOp *> stack{hay};
   std::unordered_set<const UOp *> seen{hay};
   while (!stack.empty()) {
     const UOp *x = stack.back();
     stack.pop_back();
     if (x == needle) return true;
-    if (seen.size() > budget) return false;
+    if (seen.size() > budget) return whenUnsure;
     for (const UOp *s : x->src())
       if (seen.insert(s).second) stack.push_back(s);
   }

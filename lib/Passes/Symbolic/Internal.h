@@ -156,8 +156,8 @@ std::vector<const UOp *> localToposort(const UOp *root);
 /// cost of localToposort.
 const UOp *replaceNodes(Context &ctx, const UOp *root, const std::unordered_map<const UOp *, const UOp *> &map);
 /// True when `needle` is in the graph below `hay` (hay included), visiting at most `budget` nodes;
-/// false when the budget runs out.
-bool reaches(const UOp *hay, const UOp *needle, size_t budget = 4096);
+/// `whenUnsure` when the budget runs out first.
+bool reaches(const UOp *hay, const UOp *needle, size_t budget = 4096, bool whenUnsure = false);
 /// True when a node of op `op` is in the graph below `hay`, or when the budget runs out first.
 bool mayContain(const UOp *hay, Op op, size_t budget = 4096);
 /// A total order of nodes used to put the sources of weakint commutative ops in canonical order

@@ -15,25 +15,11 @@
 
 #include "IR/Records.h"
 
-#include <unordered_set>
-
 namespace uopc::sym {
 namespace {
 
 /// True when r may be in the graph below hay (true when unsure: the walk is bounded).
-bool mayUse(const UOp *hay, const UOp *r) {
-  std::vector<const UOp *> stack{hay};
-  std::unordered_set<const UOp *> seen{hay};
-  while (!stack.empty()) {
-    const UOp *x = stack.back();
-    stack.pop_back();
-    if (x == r) return true;
-    if (seen.size() > 8192) return true;
-    for (const UOp *s : x->src())
-      if (seen.insert(s).second) stack.push_back(s);
-  }
-  return false;
-}
+bool mayUse(const UOp *hay, const UOp *r) { return reaches(hay, r, 8192, true); }
 
 bool holdsInvalid(const UOp *u) {
   for (const UOp *x : localToposort(u))

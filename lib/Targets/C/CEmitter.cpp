@@ -642,19 +642,7 @@ struct Emitter {
   /// A void CUSTOM (a SINK source, or an END's): its formatted text as a statement inside the loops of
   /// the END's ranges and of its sources, only where every source is valid.
   void customStatement(const UOp *e, const UOp *c) {
-    std::vector<const UOp *> loops;
-    if (e->op == Op::END)
-      for (const UOp *r : e->src().subspan(1)) {
-        if (r->op != Op::RANGE) failAt(e, "END of a non-RANGE");
-        loops.push_back(r);
-      }
-    std::vector<const UOp *> extra;
-    for (const UOp *x : c->src())
-      for (const UOp *r : freeRanges[x])
-        if (std::find(loops.begin(), loops.end(), r) == loops.end() && std::find(extra.begin(), extra.end(), r) == extra.end())
-          extra.push_back(r);
-    std::sort(extra.begin(), extra.end(), [](const UOp *a, const UOp *b) { return a->index < b->index; });
-    loops.insert(loops.end(), extra.begin(), extra.end());
+    std::vector<const UOp *> loops = statementLoops(e, c->src());
     for (const UOp *r : loops) openLoop(r);
     std::vector<std::string> a;
     std::string ok;
@@ -720,12 +708,9 @@ struct Emitter {
   }
 
   // ---- stores -------------------------------------------------------------------------------------
-  void store(const UOp *e) {
-    const UOp *st = e->op == Op::END ? e->src(0) : e;
-    if ((st->op == Op::CUSTOM || st->op == Op::CUSTOMI) && st->dtype == DType::Void) return customStatement(e, st);
-    if (st->op != Op::STORE || st->src(0)->op != Op::INDEX || st->src(0)->src(0)->op != Op::PARAM)
-      failAt(e, "expected END(STORE(INDEX(PARAM, i), value), ranges...)");
-    const UOp *ix = st->src(0), *p = ix->src(0);
+  /// The loops a statement (a store, a void CUSTOM) runs in: its END's ranges, then every other range its
+  /// operands use, by range number.
+  std::vector<const UOp *> statementLoops(const UOp *e, std::span<const UOp *const> operands) {
     std::vector<const UOp *> loops;
     if (e->op == Op::END)
       for (const UOp *r : e->src().subspan(1)) {
@@ -733,7 +718,7 @@ struct Emitter {
         loops.push_back(r);
       }
     std::vector<const UOp *> extra;
-    for (const UOp *x : {ix, st->src(1)})
+    for (const UOp *x : operands)
       for (const UOp *r : freeRanges[x])
         if (std::find(loops.begin(), loops.end(), r) == loops.end() && std::find(extra.begin(), extra.end(), r) == extra.end())
           extra.push_back(r);
@@ -741,6 +726,16 @@ struct Emitter {
       return a->arg->elems()[0]->i() < b->arg->elems()[0]->i();
     });
     loops.insert(loops.end(), extra.begin(), extra.end());
+    return loops;
+  }
+  void store(const UOp *e) {
+    const UOp *st = e->op == Op::END ? e->src(0) : e;
+    if ((st->op == Op::CUSTOM || st->op == Op::CUSTOMI) && st->dtype == DType::Void) return customStatement(e, st);
+    if (st->op != Op::STORE || st->src(0)->op != Op::INDEX || st->src(0)->src(0)->op != Op::PARAM)
+      failAt(e, "expected END(STORE(INDEX(PARAM, i), value), ranges...)");
+    const UOp *ix = st->src(0), *p = ix->src(0);
+    const UOp *operands[] = {ix, st->src(1)};
+    std::vector<const UOp *> loops = statementLoops(e, operands);
     for (const UOp *r : loops) openLoop(r);
     Val i = emit(ix->src(1));
     Val v = emit(st->src(1));

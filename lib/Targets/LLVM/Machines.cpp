@@ -1,0 +1,150 @@
+//===- Machines.cpp - target machines, the -O2 pipeline, libdevice, PTX output (Machines.h) ===//
+#include "Targets/LLVM/Machines.h"
+
+#include "IR/Error.h"
+
+#include <llvm/ADT/SmallString.h>
+#include <llvm/Analysis/CGSCCPassManager.h>
+#include <llvm/Analysis/LoopAnalysisManager.h>
+#include <llvm/Bitcode/BitcodeReader.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/PassManager.h>
+#include <llvm/Linker/Linker.h>
+#include <llvm/MC/MCSubtargetInfo.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/TargetParser/Host.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+
+namespace uopc::llvmbackend {
+
+llvm::TargetMachine *hostMachine() {
+  static std::once_flag once;
+  static std::unique_ptr<llvm::TargetMachine> tm;
+  static std::string error;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    std::string triple = llvm::sys::getProcessTriple();
+    const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+    if (!target) return;
+    llvm::StringMap<bool> feats = llvm::sys::getHostCPUFeatures();
+    std::string fs;
+    for (auto &f : feats) fs += (fs.empty() ? "" : ",") + std::string(f.second ? "+" : "-") + f.first().str();
+    tm.reset(target->createTargetMachine(triple, llvm::sys::getHostCPUName(), fs, llvm::TargetOptions(), llvm::Reloc::PIC_));
+    if (!tm) error = "cannot create a target machine for " + triple;
+  });
+  if (!tm) fail("LLVM target: " + error);
+  return tm.get();
+}
+
+llvm::TargetMachine *nvptxMachine(const std::string &arch) {
+  static std::mutex mu;
+  static std::map<std::string, std::unique_ptr<llvm::TargetMachine>> machines;
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto it = machines.find(arch); it != machines.end()) return it->second.get();
+  static std::once_flag once;
+  std::call_once(once, [] {
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTarget();
+    LLVMInitializeNVPTXTargetMC();
+    LLVMInitializeNVPTXAsmPrinter();
+  });
+  const std::string triple = "nvptx64-nvidia-cuda";
+  std::string error;
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target) fail("PTX target: LLVM has no NVPTX backend: " + error);
+  std::unique_ptr<llvm::TargetMachine> tm(
+      target->createTargetMachine(triple, arch, "", llvm::TargetOptions(), std::nullopt));
+  if (!tm) fail("PTX target: cannot create an NVPTX target machine for " + arch);
+  if (!tm->getMCSubtargetInfo()->isCPUStringValid(arch))
+    fail("PTX target: unknown GPU architecture '" + arch + "' (LLVM 19's NVPTX knows sm_30 ... sm_90a)");
+  return machines.emplace(arch, std::move(tm)).first->second.get();
+}
+
+/// CUDA's libdevice: $UOPC_LIBDEVICE, else the toolkit's copy ("" when there is none).
+namespace {
+
+std::string libdevicePath() {
+  if (const char *e = std::getenv("UOPC_LIBDEVICE"); e && *e) return e;
+  for (const char *p : {"/usr/local/cuda/nvvm/libdevice/libdevice.10.bc", "/usr/lib/cuda/nvvm/libdevice/libdevice.10.bc",
+                        "/usr/lib/nvidia-cuda-toolkit/libdevice/libdevice.10.bc"})
+    if (std::filesystem::exists(p)) return p;
+  return "";
+}
+
+} // namespace
+
+void linkLibdevice(llvm::Module &m, const llvm::Function *kernel, const std::vector<std::string> &users) {
+  std::string path = libdevicePath();
+  if (path.empty())
+    fail("PTX target: " + users.front() + " needs CUDA's libdevice (exp2/log2/sin/pow on the GPU), which is not "
+         "installed: set UOPC_LIBDEVICE to libdevice.10.bc");
+  // Read once per process; parsed lazily per kernel, so linking materializes only the functions it needs.
+  static std::mutex mu;
+  static std::map<std::string, std::unique_ptr<llvm::MemoryBuffer>> files;
+  llvm::MemoryBufferRef bytes;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto &file = files[path];
+    if (!file) {
+      auto buf = llvm::MemoryBuffer::getFile(path);
+      if (!buf) fail("PTX target: cannot read libdevice '" + path + "': " + buf.getError().message());
+      file = std::move(*buf);
+    }
+    bytes = file->getMemBufferRef();
+  }
+  auto lib = llvm::getOwningLazyBitcodeModule(llvm::MemoryBuffer::getMemBuffer(bytes, false), m.getContext());
+  if (!lib) fail("PTX target: '" + path + "' is not LLVM bitcode: " + llvm::toString(lib.takeError()));
+  (*lib)->setTargetTriple(m.getTargetTriple());
+  (*lib)->setDataLayout(m.getDataLayout());
+  if (llvm::Linker::linkModules(m, std::move(*lib), llvm::Linker::Flags::LinkOnlyNeeded))
+    fail("PTX target: linking libdevice '" + path + "' failed");
+  for (llvm::Function &f : m)
+    if (!f.isDeclaration() && &f != kernel) f.setLinkage(llvm::GlobalValue::InternalLinkage);
+  for (llvm::GlobalVariable &v : m.globals())
+    if (!v.isDeclaration()) v.setLinkage(llvm::GlobalValue::InternalLinkage);
+}
+
+std::string emitPTX(llvm::Module &m, llvm::TargetMachine *tm) {
+  llvm::SmallString<0> text;
+  llvm::raw_svector_ostream os(text);
+  llvm::legacy::PassManager pm;
+  if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile))
+    fail("PTX target: the NVPTX backend cannot emit assembly");
+  pm.run(m);
+  return std::string(text.str());
+}
+
+void optimizeO2(llvm::Module &m, llvm::TargetMachine *tm, bool targetPasses) {
+  llvm::PipelineTuningOptions pto;
+  pto.LoopVectorization = true;
+  pto.SLPVectorization = true;
+  pto.LoopUnrolling = true;
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb(tm, pto);
+  if (targetPasses) tm->registerPassBuilderCallbacks(pb); // NVPTX: NVVMReflect for libdevice, address spaces
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2);
+  mpm.run(m, mam);
+}
+
+
+} // namespace uopc::llvmbackend
