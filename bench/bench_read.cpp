@@ -3,8 +3,10 @@
 // and on a generated graph of 1,000,000 nodes, and the peak memory per node of a read. Each peak is
 // measured in a forked child so that one measurement does not inherit another's heap.
 //
-//   bench_read [--corpus DIR] [--nodes N]
+//   bench_read [--corpus DIR] [--nodes N] [--reps N] [--quick]
 #include "IR/GraphIO.h"
+
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -90,7 +92,10 @@ Result measure(const std::string &path, int reps) {
   close(fd[0]);
   int status = 0;
   waitpid(pid, &status, 0);
-  if (got != sizeof r) std::fprintf(stderr, "bench_read: child failed on %s\n", path.c_str());
+  if (got != sizeof r || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::fprintf(stderr, "bench_read: error: the child reading %s failed\n", path.c_str());
+    std::exit(1);
+  }
   return r;
 }
 
@@ -106,10 +111,20 @@ void row(const std::string &name, const std::string &json, const std::string &bi
 int main(int argc, char **argv) {
   std::string corpus = "../shared/corpus";
   size_t n = 1000000;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--corpus")) corpus = argv[i + 1];
-    if (!std::strcmp(argv[i], "--nodes")) n = std::stoul(argv[i + 1]);
+  int reps = 0; // 0: 50 per corpus graph, 3 for the generated one
+  bool quick = false;
+  CLI::App app{"bench_read: read + intern throughput of JSON and .uopb graph documents (figures only)"};
+  app.add_option("--corpus", corpus, "tinygrad corpus directory (its perf/ cases are read)")->capture_default_str();
+  app.add_option("--nodes", n, "nodes of the generated graph")->check(CLI::Range(size_t(8), size_t(100000000)))
+      ->capture_default_str();
+  app.add_option("--reps", reps, "repetitions per graph (best is printed)")->check(CLI::Range(1, 1000000));
+  app.add_flag("--quick", quick, "small sizes, one repetition (checks that the benchmark runs)");
+  CLI11_PARSE(app, argc, argv);
+  if (quick) {
+    if (!app.count("--nodes")) n = 10000;
+    if (!reps) reps = 1;
   }
+  try {
   fs::path tmp = fs::temp_directory_path() / ("uopc-bench-" + std::to_string(getpid()));
   fs::create_directories(tmp);
   std::printf("%-24s %9s %12s %12s %8s %10s %10s %9s %9s\n", "graph", "nodes", "json nodes/s", "uopb nodes/s",
@@ -126,13 +141,17 @@ int main(int argc, char **argv) {
     std::sort(cases.begin(), cases.end());
     for (auto &p : cases) {
       Graph g = readGraphFile((p / "graph.json").string());
-      emit(p.filename().string(), g, 50);
+      emit(p.filename().string(), g, reps ? reps : 50);
     }
   } else {
     std::printf("(no perf corpus at %s: skipped)\n", corpus.c_str());
   }
-  emit("generated-" + std::to_string(n), generate(n), 3);
+  emit("generated-" + std::to_string(n), generate(n), reps ? reps : 3);
   std::printf("B/n: growth of peak resident memory per node during one read, the graph alive (input bytes, loaded before, excluded)\n");
   fs::remove_all(tmp);
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "bench_read: error: %s\n", e.what());
+    return 1;
+  }
   return 0;
 }

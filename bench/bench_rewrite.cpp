@@ -1,6 +1,9 @@
 // Rewrite throughput: graphRewrite over generated graphs, in input nodes per second.
 #include "Passes/Rewrite.h"
 
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -67,7 +70,18 @@ void run(const char *what, Context &c, const UOp *root, size_t nodes, const Rule
 } // namespace
 
 int main(int argc, char **argv) {
-  const int n = argc > 1 ? std::atoi(argv[1]) : 1000000;
+  int n = 1000000, calls = 20000;
+  bool quick = false;
+  CLI::App app{"bench_rewrite: graphRewrite throughput over generated graphs (figures only)"};
+  app.add_option("--nodes", n, "nodes of each generated graph")->check(CLI::Range(1, 100000000))->capture_default_str();
+  app.add_option("--calls", calls, "rewrites of small graphs in the last figure")->check(CLI::Range(1, 10000000))
+      ->capture_default_str();
+  app.add_flag("--quick", quick, "small sizes (checks that the benchmark runs)");
+  CLI11_PARSE(app, argc, argv);
+  if (quick) {
+    if (!app.count("--nodes")) n = 10000;
+    if (!app.count("--calls")) calls = 200;
+  }
   RuleSet rules = benchRules();
   for (RewriteMode mode : {RewriteMode::SourcesFirst, RewriteMode::NodeFirst}) {
     const char *m = mode == RewriteMode::SourcesFirst ? "sources-first" : "node-first";
@@ -106,8 +120,9 @@ int main(int argc, char **argv) {
         Op op = ops[rng() % 6];
         pool.push_back(c.make(op, op == Op::CMPNE ? DType::Bool : DType::Int32, {a, b}));
       }
-      const UOp *sink = c.make(Op::SINK, DType::Void, std::vector<const UOp *>(pool.end() - 1000, pool.end()));
-      run("random DAG, 1000 roots", c, sink, toposort(sink).size(), rules, mode, nullptr);
+      const size_t roots = std::min<size_t>(pool.size(), 1000);
+      const UOp *sink = c.make(Op::SINK, DType::Void, std::vector<const UOp *>(pool.end() - ptrdiff_t(roots), pool.end()));
+      run("random DAG, up to 1000 roots", c, sink, toposort(sink).size(), rules, mode, nullptr);
     }
   }
   {
@@ -129,7 +144,6 @@ int main(int argc, char **argv) {
     const UOp *x = c.make(Op::PARAM, DType::Int32, {}, c.argString("x")), *zero = c.constInt(DType::Int32, 0);
     const UOp *cur = x;
     while (c.numNodes() < size_t(n)) cur = c.make(Op::NEG, DType::Int32, {cur});
-    const int calls = 20000;
     std::vector<const UOp *> roots;
     for (int i = 0; i < calls; ++i) { // 10 nodes each: p_i + 0 + 0 ... (the +0s fold away)
       const UOp *e = c.make(Op::PARAM, DType::Int32, {}, c.argInt(1000 + i));

@@ -16,11 +16,14 @@
 //  3. the simplify pass itself on the tensor-level perf graphs (it may only touch scalar nodes there).
 // Nodes/s is the number of distinct input nodes divided by the CPU time of the simplification.
 //
-//   bench_simplify [--corpus DIR] [--exprs N] [--show K]   (--show: print K corpus sites before/after)
+//   bench_simplify [--corpus DIR] [--exprs N] [--reps N] [--show K] [--quick]
+//   (--show: print K corpus sites before/after; --quick: small sizes, one repetition)
 #include "IR/GraphIO.h"
 #include "IR/Shape.h"
 #include "Passes/Passes.h"
 #include "Passes/Symbolic/Symbolic.h"
+
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -255,26 +258,36 @@ Figures generatedIndex(size_t n, size_t perGraph, int reps) {
 int main(int argc, char **argv) {
   std::string corpus = "../shared/corpus";
   size_t n = 20000, show = 0;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--corpus")) corpus = argv[i + 1];
-    if (!std::strcmp(argv[i], "--exprs")) n = std::stoul(argv[i + 1]);
-    if (!std::strcmp(argv[i], "--show")) show = std::stoul(argv[i + 1]);
+  int reps = 0; // 0: 20 per corpus graph, 3 for the generated expressions
+  bool quick = false;
+  CLI::App app{"bench_simplify: symbolic simplifier throughput on index math (figures only)"};
+  app.add_option("--corpus", corpus, "tinygrad corpus directory (its perf/ cases are used)")->capture_default_str();
+  app.add_option("--exprs", n, "generated index expressions")->check(CLI::Range(size_t(1), size_t(10000000)))
+      ->capture_default_str();
+  app.add_option("--reps", reps, "repetitions per figure")->check(CLI::Range(1, 1000000));
+  app.add_option("--show", show, "print this many corpus sites before and after simplification");
+  app.add_flag("--quick", quick, "small sizes, one repetition (checks that the benchmark runs)");
+  CLI11_PARSE(app, argc, argv);
+  if (quick) {
+    if (!app.count("--exprs")) n = 400;
+    if (!reps) reps = 1;
   }
+  const int corpusReps = reps ? reps : 20, genReps = reps ? reps : 3;
+  try {
   std::vector<fs::path> cases;
   if (fs::is_directory(corpus + "/perf"))
     for (auto &e : fs::directory_iterator(corpus + "/perf")) cases.push_back(e.path());
   std::sort(cases.begin(), cases.end());
   std::printf("== index expressions of the perf corpus load sites (symRules, per repetition)\n");
-  for (auto &p : cases) print(p.filename().string(), corpusIndex((p / "graph.json").string(), 20, show), 20);
+  for (auto &p : cases) print(p.filename().string(), corpusIndex((p / "graph.json").string(), corpusReps, show), corpusReps);
   if (cases.empty()) std::printf("(no perf corpus at %s: skipped)\n", corpus.c_str());
   std::printf("== generated index expressions (200 per graph, then all in one graph)\n");
-  print("generated-" + std::to_string(n) + "/200", generatedIndex(n, 200, 3), 3);
+  print("generated-" + std::to_string(n) + "/200", generatedIndex(n, 200, genReps), genReps);
   print("generated-" + std::to_string(n) + "/" + std::to_string(n), generatedIndex(n, n, 1), 1);
   std::printf("== the simplify pass on the tensor-level perf graphs (scalar nodes only)\n");
   for (auto &p : cases) {
     Figures f;
-    const int reps = 20;
-    for (int r = 0; r < reps; ++r) {
+    for (int r = 0; r < corpusReps; ++r) {
       Graph g = readGraphFile((p / "graph.json").string());
       size_t before = toposort(g.root).size();
       double t0 = cpuNow();
@@ -282,7 +295,11 @@ int main(int argc, char **argv) {
       f.cpu += cpuNow() - t0;
       if (r == 0) f.exprs = 1, f.nodesIn = before, f.nodesOut = toposort(g.root).size();
     }
-    print(p.filename().string(), f, reps);
+    print(p.filename().string(), f, corpusReps);
+  }
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "bench_simplify: error: %s\n", e.what());
+    return 1;
   }
   return 0;
 }

@@ -1,17 +1,46 @@
 #!/usr/bin/env bash
-# Runs every benchmark and prints its figures. Usage: bench/run.sh [BUILD_DIR]
+# Runs every benchmark and prints its figures (never asserted). Stops with the failing benchmark's exit
+# status when one fails.
+#   bench/run.sh [--quick] [BUILD_DIR]
+# --quick: small sizes and one repetition each (what the `bench-quick` ctest runs, so that a benchmark that
+# stops working fails the suite).
 set -euo pipefail
+QUICK=()
+if [ "${1:-}" = "--quick" ]; then
+  QUICK=(--quick)
+  shift
+fi
+# BUILD_DIR is taken relative to where the script was called from (default: build/ of this checkout)
+if [ $# -gt 0 ]; then
+  [ -d "$1" ] || { echo "bench/run.sh: error: no build directory '$1'" >&2; exit 1; }
+  BUILD=$(cd "$1" && pwd)
+fi
 cd "$(dirname "$0")/.."
-BUILD=${1:-build}
+BUILD=${BUILD:-$PWD/build}
 CORPUS=${UOPC_CORPUS:-../shared/corpus}
+found=0
 for b in "$BUILD"/bench_*; do
-  [ -x "$b" ] || continue
+  [ -x "$b" ] && [ -f "$b" ] || continue
+  found=1
   echo "== $(basename "$b")"
-  "$b" --corpus "$CORPUS"
+  args=("${QUICK[@]}")
+  # only the benchmarks that read the corpus take --corpus (each says so in its --help)
+  if "$b" --help | grep -q -- '--corpus'; then args+=(--corpus "$CORPUS"); fi
+  "$b" "${args[@]}"
 done
+if [ "$found" = 0 ]; then
+  echo "bench/run.sh: error: no bench_* binaries in $BUILD (build first)" >&2
+  exit 1
+fi
+REPS=()
+SIZES=()
+if [ ${#QUICK[@]} -gt 0 ]; then
+  REPS=(--reps 1)
+  SIZES=(--sizes 512 --repeat 1)
+fi
 for target in c llvm ptx; do
   echo "== compile time against tinygrad (schedule_s + codegen_s), --target $target"
-  /usr/bin/python3 bench/compile_vs_tinygrad.py --uopc "$BUILD/uopc" --corpus "$CORPUS" --target "$target"
+  /usr/bin/python3 bench/compile_vs_tinygrad.py --uopc "$BUILD/uopc" --corpus "$CORPUS" --target "$target" "${REPS[@]}"
 done
 echo "== rangeify scaling (generated elementwise chains)"
-/usr/bin/python3 bench/rangeify_scaling.py --uopc "$BUILD/uopc"
+/usr/bin/python3 bench/rangeify_scaling.py --uopc "$BUILD/uopc" "${SIZES[@]}"
