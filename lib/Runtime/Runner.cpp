@@ -4,6 +4,7 @@
 #include "IR/Error.h"
 #include "IR/Types.h"
 #include "Runtime/Cuda.h"
+#include "Runtime/Sha256.h"
 #include "Targets/LLVMJit.h"
 
 #include <nlohmann/json.hpp>
@@ -13,6 +14,7 @@
 #include <climits>
 #include <chrono>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -26,6 +28,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -54,18 +57,85 @@ void writeWhole(const std::string &path, const void *data, size_t n) {
   if (!out) fail("error while writing '" + path + "'");
 }
 
-/// FNV-1a, 64 bits: the cache key of a compiled kernel set.
+/// Creates `path` (which must not exist: O_EXCL, and O_NOFOLLOW so no planted link is followed), mode 0600.
+void writeNewFile(const std::string &path, std::string_view bytes) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) fail("cannot create '" + path + "': " + std::strerror(errno));
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      ::close(fd);
+      fail("error while writing '" + path + "': " + std::strerror(errno));
+    }
+    done += static_cast<size_t>(w);
+  }
+  if (::close(fd) != 0) fail("error while writing '" + path + "': " + std::strerror(errno));
+}
+
+/// The kernel cache directory, created 0700 when missing, and checked before use: a real directory (not a
+/// symbolic link), owned by this user, writable by no one else. Anything else is refused: a shared or
+/// planted directory could hold objects someone else wrote.
+fs::path openKernelCache() {
+  fs::path dir = kernelCacheDir();
+  std::error_code ec;
+  if (dir.has_parent_path() && !fs::exists(dir.parent_path(), ec)) {
+    // the cache's parent ($XDG_CACHE_HOME or ~/.cache): owner-only, as XDG asks, when uopc-run creates it
+    fs::create_directories(dir.parent_path(), ec);
+    if (ec) fail("cannot create the kernel cache '" + dir.string() + "': " + ec.message());
+    ::chmod(dir.parent_path().c_str(), 0700);
+  }
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+    fail("cannot create the kernel cache '" + dir.string() + "': " + std::strerror(errno));
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0) fail("cannot use the kernel cache '" + dir.string() + "': " + std::strerror(errno));
+  if (S_ISLNK(st.st_mode)) fail("refusing the kernel cache '" + dir.string() + "': it is a symbolic link");
+  if (!S_ISDIR(st.st_mode)) fail("refusing the kernel cache '" + dir.string() + "': it is not a directory");
+  if (st.st_uid != ::geteuid())
+    fail("refusing the kernel cache '" + dir.string() + "': it is owned by uid " + std::to_string(st.st_uid) +
+         ", not by this user (uid " + std::to_string(::geteuid()) + ")");
+  if (st.st_mode & (S_IWGRP | S_IWOTH))
+    fail("refusing the kernel cache '" + dir.string() + "': it is writable by others (mode " +
+         [&] {
+           char b[8];
+           std::snprintf(b, sizeof b, "%04o", unsigned(st.st_mode & 07777));
+           return std::string(b);
+         }() +
+         ")");
+  return dir;
+}
+
+/// False when `so` is not in the cache; true when it is a regular file of this user that no one else can
+/// write. Anything else there (a link, another user's file, a group- or world-writable one) is refused:
+/// loading it would run code uopc-run did not build.
+bool trustedCachedObject(const fs::path &so) {
+  struct stat st {};
+  if (::lstat(so.c_str(), &st) != 0) {
+    if (errno == ENOENT) return false;
+    fail("cannot use the cached kernels '" + so.string() + "': " + std::strerror(errno));
+  }
+  if (!S_ISREG(st.st_mode)) fail("refusing the cached kernels '" + so.string() + "': not a regular file");
+  if (st.st_uid != ::geteuid())
+    fail("refusing the cached kernels '" + so.string() + "': owned by uid " + std::to_string(st.st_uid) +
+         ", not by this user (uid " + std::to_string(::geteuid()) + ")");
+  if (st.st_mode & (S_IWGRP | S_IWOTH))
+    fail("refusing the cached kernels '" + so.string() + "': writable by others");
+  return true;
+}
+
+/// SHA-256 of the parts, each prefixed by its length (no two part lists hash alike): the cache key of a
+/// compiled kernel set, a cryptographic hash so that no crafted kernel set collides with another's object.
 struct Hasher {
-  uint64_t h = 1469598103934665603ull;
+  Sha256 sha;
   void add(std::string_view s) {
-    for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-    h = (h ^ 0xff) * 1099511628211ull; // separator
+    uint64_t n = s.size();
+    unsigned char len[8];
+    for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>(n >> (8 * i));
+    sha.update(len, sizeof len);
+    sha.update(s);
   }
-  std::string hex() const {
-    std::ostringstream ss;
-    ss << std::hex << std::setw(16) << std::setfill('0') << h;
-    return ss.str();
-  }
+  std::string hex() { return sha.hexFinal(); }
 };
 
 bool isIdentifier(const std::string &s) {
@@ -144,6 +214,7 @@ struct Manifest {
   struct Var {
     std::string name;
     int64_t min, max;
+    std::vector<std::string> names; ///< every name --var accepts: name, then its aliases (p<slot>)
   };
   std::vector<Var> vars;
 
@@ -203,28 +274,65 @@ struct Manifest {
       size_t at = text.rfind("uopc-signature:");
       if (at == std::string::npos) continue;
       std::istringstream line(text.substr(at + 15, text.find('\n', at) - at - 15));
-      std::vector<std::pair<std::string, int64_t>> want; // dtype, elements (-1: depends on a variable)
+      std::vector<std::pair<std::string, int64_t>> want; // dtype, elements (-1: unbounded)
       std::string tok;
       size_t nvars = SIZE_MAX;
+      auto malformed = [&](const std::string &t) -> int64_t {
+        fail("kernel '" + file + "': malformed uopc-signature entry '" + t + "'");
+      };
+      auto number = [&](const std::string &n, const std::string &t) -> int64_t {
+        if (n.empty() || n.size() > 20) malformed(t);
+        size_t used = 0;
+        int64_t x = 0;
+        try {
+          x = std::stoll(n, &used);
+        } catch (const std::exception &) {
+          malformed(t);
+        }
+        if (used != n.size()) malformed(t);
+        return x;
+      };
       while (line >> tok) {
         if (tok == "vars") {
-          if (!(line >> nvars)) nvars = SIZE_MAX;
+          if (!(line >> tok)) break;
+          int64_t n = number(tok, tok);
+          if (n < 0 || n > 100000) malformed(tok);
+          nvars = static_cast<size_t>(n);
           break;
         }
         size_t colon = tok.find(':');
-        if (colon == std::string::npos) fail("kernel '" + file + "': malformed uopc-signature entry '" + tok + "'");
+        if (colon == std::string::npos) malformed(tok);
         std::string n = tok.substr(colon + 1);
         int64_t elems = -1;
         if (n != "?") {
-          try {
-            elems = std::stoll(n);
-          } catch (const std::exception &) {
-            fail("kernel '" + file + "': malformed uopc-signature entry '" + tok + "'");
-          }
+          elems = number(n, tok);
+          if (elems < 0) malformed(tok);
         }
         want.push_back({tok.substr(0, colon), elems});
       }
       if (nvars == SIZE_MAX) fail("kernel '" + file + "': malformed uopc-signature line");
+      // per variable: name and the range the kernel was compiled for (older files: names and ranges absent)
+      struct SigVar {
+        std::string name;
+        bool ranged = false;
+        int64_t lo = 0, hi = 0;
+      };
+      std::vector<SigVar> sigVars;
+      while (sigVars.size() < nvars && line >> tok) {
+        size_t c1 = tok.find(':');
+        if (c1 == std::string::npos || c1 == 0) malformed(tok);
+        SigVar v{tok.substr(0, c1)};
+        std::string rest = tok.substr(c1 + 1);
+        if (rest != "?") {
+          size_t c2 = rest.find(':');
+          if (c2 == std::string::npos) malformed(tok);
+          v.ranged = true;
+          v.lo = number(rest.substr(0, c2), tok);
+          v.hi = number(rest.substr(c2 + 1), tok);
+        }
+        sigVars.push_back(std::move(v));
+      }
+      if (!sigVars.empty() && sigVars.size() != nvars) fail("kernel '" + file + "': malformed uopc-signature line");
       for (size_t i = 0; i < steps.size(); ++i) {
         const Step &st = steps[i];
         if (st.isCopy || st.file != file) continue;
@@ -240,10 +348,21 @@ struct Manifest {
           if (dt != want[k].first || !size)
             fail("manifest: " + where + " argument " + std::to_string(k) + " (" + describe(r) + ") is " + dt + "; '" +
                  file + "' reads " + want[k].first);
-          if (want[k].second >= 0 && bytesOf(r) < want[k].second * static_cast<int64_t>(dtypeSize(*size)))
+          if (want[k].second >= 0 && (want[k].second > INT64_MAX / static_cast<int64_t>(dtypeSize(*size)) ||
+                                      bytesOf(r) < want[k].second * static_cast<int64_t>(dtypeSize(*size))))
             fail("manifest: " + where + " argument " + std::to_string(k) + " (" + describe(r) + ") holds " +
                  std::to_string(bytesOf(r)) + " bytes; '" + file + "' indexes " + std::to_string(want[k].second) +
                  " elements");
+        }
+        for (size_t k = 0; k < sigVars.size(); ++k) {
+          const Var &mv = vars[st.varIndex[k]];
+          if (sigVars[k].name != mv.name)
+            fail("manifest: " + where + " passes variable '" + mv.name + "' as argument " + std::to_string(k) + "; '" +
+                 file + "' takes '" + sigVars[k].name + "' there");
+          if (sigVars[k].ranged && (mv.min < sigVars[k].lo || mv.max > sigVars[k].hi))
+            fail("manifest: variable '" + mv.name + "' has range [" + std::to_string(mv.min) + ", " +
+                 std::to_string(mv.max) + "], but '" + file + "' was compiled for [" + std::to_string(sigVars[k].lo) +
+                 ", " + std::to_string(sigVars[k].hi) + "]");
         }
       }
     }
@@ -321,14 +440,31 @@ struct Manifest {
         q.offsets.push_back(o.get<int64_t>());
       }
       if (q.offsets.size() != q.devices.size()) fail("manifest: " + where + " needs one offset per device");
-      for (size_t d = 0; d < q.devices.size(); ++d)
-        if (q.offsets[d] + q.bytes > arenaBytes[q.devices[d]])
+      for (size_t d = 0; d < q.devices.size(); ++d) // (offsets and bytes are >= 0: no sum that could overflow)
+        if (q.bytes > arenaBytes[q.devices[d]] || q.offsets[d] > arenaBytes[q.devices[d]] - q.bytes)
           fail("manifest: " + where + " does not fit the arena of " + devices[q.devices[d]]);
       buffers.push_back(std::move(q));
     }
     for (const Json &v : arrField(m, "vars", "manifest")) {
       std::string name = strField(v, "name", "var");
-      vars.push_back({name, intField(v, "min", "var " + name), intField(v, "max", "var " + name)});
+      if (!isIdentifier(name)) fail("manifest: variable name '" + name + "' is not an identifier");
+      if (std::any_of(vars.begin(), vars.end(), [&](const Var &x) { return x.name == name; }))
+        fail("manifest: variable '" + name + "' is declared twice");
+      vars.push_back({name, intField(v, "min", "var " + name), intField(v, "max", "var " + name), {name}});
+      if (vars.back().min > vars.back().max) fail("manifest: variable '" + name + "' has an empty range");
+      if (v.contains("names")) { // tinygrad 0.14.0's p<slot> beside the user's name (Manifest.cpp)
+        const Json &ns = v["names"];
+        if (!ns.is_array()) fail("manifest: variable '" + name + "': names must be a list of strings");
+        for (const Json &a : ns) {
+          if (!a.is_string() || !isIdentifier(a.get<std::string>()))
+            fail("manifest: variable '" + name + "': names must be a list of identifiers");
+          std::string alias = a.get<std::string>();
+          for (const Var &x : vars)
+            if (std::find(x.names.begin(), x.names.end(), alias) != x.names.end() && (&x != &vars.back() || alias != name))
+              fail("manifest: variable name '" + alias + "' is declared twice");
+          if (alias != name) vars.back().names.push_back(alias);
+        }
+      }
     }
     std::map<std::string, std::string> symbolFiles; // a symbol may serve several steps, from one file
     for (const Json &s : arrField(m, "steps", "manifest")) {
@@ -528,12 +664,13 @@ private:
       h.add(f);
       h.add(readWhole((m_.dir / f).string(), "kernel source"));
     }
-    fs::path cache = kernelCacheDir();
-    std::error_code ec;
-    fs::create_directories(cache, ec);
-    if (ec) fail("cannot create the kernel cache '" + cache.string() + "': " + ec.message());
-    fs::path so = cache / (h.hex() + ".so");
-    if (!fs::exists(so, ec)) build(cache, so, h.hex(), entry, files);
+    fs::path cache = openKernelCache();
+    std::string key = h.hex();
+    fs::path so = cache / (key + ".so");
+    if (!trustedCachedObject(so)) {
+      build(cache, so, key, entry, files);
+      if (!trustedCachedObject(so)) fail("the compiled kernels vanished from the cache '" + so.string() + "'");
+    }
     handle_ = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle_) fail(std::string("cannot load the compiled kernels: ") + dlerror());
     for (size_t i = 0; i < m_.steps.size(); ++i) {
@@ -557,9 +694,18 @@ private:
 
   void build(const fs::path &cache, const fs::path &so, const std::string &key, const std::string &entry,
              const std::vector<std::string> &files) {
-    std::string tag = key + "." + std::to_string(getpid());
-    fs::path entryC = cache / (tag + ".entry.c"), tmpSo = cache / (tag + ".so.tmp"), log = cache / (tag + ".log");
-    writeWhole(entryC.string(), entry.data(), entry.size());
+    // a private working directory (mkdtemp: 0700, a fresh name) inside the checked cache directory
+    std::string work = (cache / (key.substr(0, 16) + ".tmp-XXXXXX")).string();
+    if (!mkdtemp(work.data())) fail("cannot create a working directory in the kernel cache '" + cache.string() + "': " + std::strerror(errno));
+    struct RemoveWork {
+      std::string dir;
+      ~RemoveWork() {
+        std::error_code ec;
+        fs::remove_all(dir, ec);
+      }
+    } removeWork{work};
+    fs::path entryC = fs::path(work) / "entry.c", tmpSo = fs::path(work) / "kernels.so", log = fs::path(work) / "cc.log";
+    writeNewFile(entryC.string(), entry);
     std::vector<std::string> argv{cCompiler()};
     for (const char *f : kKernelCFlags) argv.push_back(f);
     argv.push_back("-o");
@@ -572,7 +718,7 @@ private:
     cargv.push_back(nullptr);
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
     posix_spawn_file_actions_adddup2(&fa, 1, 2);
     pid_t pid;
     int rc = posix_spawnp(&pid, cargv[0], &fa, nullptr, cargv.data(), environ);
@@ -594,6 +740,8 @@ private:
       fail("the C compiler failed on the kernels of '" + m_.dir.string() + "':\n" + msg);
     }
     fs::remove(log, ec);
+    // owner-only permissions whatever the umask (a group- or world-writable object would be refused)
+    if (::chmod(tmpSo.c_str(), 0700) != 0) fail("cannot store the compiled kernels: chmod '" + tmpSo.string() + "': " + std::strerror(errno));
     fs::rename(tmpSo, so, ec);
     if (ec) fail("cannot store the compiled kernels in '" + so.string() + "': " + ec.message());
   }
@@ -757,7 +905,11 @@ std::string cCompiler() {
 std::string kernelCacheDir() {
   if (const char *x = std::getenv("XDG_CACHE_HOME"); x && *x) return (fs::path(x) / "uopc").string();
   if (const char *h = std::getenv("HOME"); h && *h) return (fs::path(h) / ".cache" / "uopc").string();
-  return (fs::temp_directory_path() / "uopc-cache").string();
+  // no home directory: a per-user directory in the temporary directory (checked like any other)
+  std::error_code ec;
+  fs::path tmp = fs::temp_directory_path(ec);
+  if (ec) tmp = "/tmp";
+  return (tmp / ("uopc-cache-" + std::to_string(::geteuid()))).string();
 }
 
 void runManifest(const ManifestRunRequest &req, std::ostream &out) {
@@ -766,11 +918,20 @@ void runManifest(const ManifestRunRequest &req, std::ostream &out) {
 
   // check every request against the manifest before compiling anything
   std::vector<int64_t> varValues;
+  auto names = [](const Manifest::Var &v, const std::string &n) {
+    return std::find(v.names.begin(), v.names.end(), n) != v.names.end();
+  };
   for (const auto &[name, value] : req.vars)
-    if (std::none_of(m.vars.begin(), m.vars.end(), [&](const Manifest::Var &v) { return v.name == name; }))
+    if (std::none_of(m.vars.begin(), m.vars.end(), [&](const Manifest::Var &v) { return names(v, name); }))
       fail("--var " + name + ": the manifest has no variable named '" + name + "'");
   for (const Manifest::Var &v : m.vars) {
-    auto it = req.vars.find(v.name);
+    auto it = req.vars.end();
+    for (auto j = req.vars.begin(); j != req.vars.end(); ++j) {
+      if (!names(v, j->first)) continue;
+      if (it != req.vars.end())
+        fail("--var " + it->first + " and --var " + j->first + " name the same variable: give one of them");
+      it = j;
+    }
     if (it == req.vars.end()) fail("variable '" + v.name + "' needs a value: pass --var " + v.name + "=VALUE");
     if (it->second < v.min || it->second > v.max)
       fail("--var " + v.name + "=" + std::to_string(it->second) + " is outside its range [" + std::to_string(v.min) +

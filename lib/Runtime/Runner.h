@@ -30,7 +30,10 @@ struct ManifestRunRequest {
 std::string cCompiler();
 /// The flags every kernel is compiled with.
 inline constexpr const char *kKernelCFlags[] = {"-O2", "-std=c11", "-shared", "-fPIC"};
-/// The cache directory of compiled kernels: $XDG_CACHE_HOME/uopc, else $HOME/.cache/uopc.
+/// The cache directory of compiled kernels: $XDG_CACHE_HOME/uopc, else $HOME/.cache/uopc, else (no home)
+/// the per-user $TMPDIR/uopc-cache-<uid> (TMPDIR defaulting to /tmp). Before use it is created
+/// 0700 when missing and refused unless it is this user's directory, writable by no one else; a cached
+/// object is loaded only when it is this user's regular file, writable by no one else.
 std::string kernelCacheDir();
 
 /// Runs a manifest. Bench figures go to `out`.

@@ -59,9 +59,11 @@ EmittedKernel emitCKernel(Context &ctx, const UOp *kernelCall, int64_t deviceNum
 std::vector<std::string> kernelVariables(const UOp *kernelCall);
 
 /// What a kernel needs of each argument, for the runner to check a manifest against the kernel it runs:
-/// "uopc-signature: <dtype>:<elements> ... vars <n>", one entry per CALL argument in order, the elements
-/// being the most the kernel may index (its PARAM's size; `?` when it depends on a variable), then the
-/// number of variable arguments. Written as a comment line at the end of every kernel file.
+/// "uopc-signature: <dtype>:<elements> ... vars <n> <name>:<min>:<max> ...", one entry per CALL argument in
+/// order, the elements being the most the kernel may index (its PARAM's size; when that depends on a
+/// variable, its upper bound over the variables' ranges; `?` when unbounded), then the number of variable
+/// arguments and, per variable in argument order, the range the kernel was compiled for (`<name>:?` without
+/// one). Written as a comment line at the end of every kernel file.
 std::string kernelSignature(const UOp *kernelCall);
 
 /// `name` as a C identifier that is safe as a file name too: [A-Za-z0-9_] only (others become '_'),

@@ -10,6 +10,7 @@
 #include "Targets/CTarget.h"
 
 #include "IR/Error.h"
+#include "IR/Range.h"
 #include "IR/Records.h"
 #include "IR/ScalarOps.h"
 #include "Passes/Symbolic/Symbolic.h"
@@ -788,18 +789,38 @@ std::string kernelSignature(const UOp *call) {
   size_t nargs = call->nsrc > 0 ? call->nsrc - 1 : 0;
   std::vector<std::string> entries(nargs);
   for (size_t i = 0; i < nargs; ++i) entries[i] = std::string(dtypeName(call->src(i + 1)->dtype)) + ":?";
-  if (call->op == Op::CALL && call->nsrc > 0 && call->src(0)->op == Op::SINK)
+  std::map<std::string, std::pair<int64_t, int64_t>> ranges; // variable -> the range the kernel was compiled for
+  if (call->op == Op::CALL && call->nsrc > 0 && call->src(0)->op == Op::SINK) {
+    RangeInfo ri;
     for (const UOp *u : toposort(call->src(0))) {
-      if (u->op != Op::PARAM || Emitter::interpScalar(u)) continue;
+      if (u->op != Op::PARAM) continue;
       ParamArg pa = ParamArg::decode(u->arg);
+      if (Emitter::interpScalar(u)) {
+        if (pa.name && *pa.name != "_device_num" && pa.vminVmax) ranges[*pa.name] = *pa.vminVmax;
+        continue;
+      }
       if (pa.slot < 0 || static_cast<size_t>(pa.slot) >= nargs) continue;
-      auto n = u->nsrc ? constBound(u->src(0)) : std::nullopt;
+      // a size that depends on a variable: its upper bound over the variables' ranges (the most it indexes)
+      std::optional<Bound> n = u->nsrc ? constBound(u->src(0)) : std::nullopt;
+      if (!n && u->nsrc) {
+        Bound hi = ri.vmax(u->src(0));
+        if (hi >= 0 && hi < (Bound(1) << 62)) n = hi;
+      }
       entries[static_cast<size_t>(pa.slot)] =
           std::string(dtypeName(u->dtype)) + ":" + (n ? std::to_string(static_cast<int64_t>(*n)) : std::string("?"));
     }
+  }
   std::string s = "uopc-signature:";
   for (const std::string &e : entries) s += " " + e;
-  return s + " vars " + std::to_string(kernelVariables(call).size());
+  std::vector<std::string> vars = kernelVariables(call);
+  s += " vars " + std::to_string(vars.size());
+  // each variable's range is part of the signature: a manifest widening it is refused by the runner
+  for (const std::string &v : vars) {
+    auto it = ranges.find(v);
+    if (it != ranges.end()) s += " " + v + ":" + std::to_string(it->second.first) + ":" + std::to_string(it->second.second);
+    else s += " " + v + ":?";
+  }
+  return s;
 }
 
 EmittedKernel emitCKernel(Context &ctx, const UOp *call, int64_t deviceNum, std::string_view name,
