@@ -165,6 +165,8 @@ int compileMain(int argc, char **argv) {
   PassManagerOptions pm;
   app.add_option("graph", input, "Graph document (JSON or .uopb, detected by content)");
   app.add_option("-o,--output", outDir, "Output directory (written atomically)");
+  bool force = false;
+  app.add_flag("--force", force, "Replace the output directory even if it is not an earlier uopc output");
   app.add_option("--target", target, "Kernel language: c (default), llvm (IR, run through ORC) or ptx (NVPTX)")
       ->check(CLI::IsMember({"c", "llvm", "ptx"}));
   app.add_option("--gpu-arch", backend.gpuArch, "PTX target: the GPU architecture (default sm_80)");
@@ -223,7 +225,7 @@ int compileMain(int argc, char **argv) {
     Graph g = readGraphFile(input);
     spdlog::info("running {} passes", pipeline.size());
     runPipeline(g, pipeline, pm, std::cout, std::cerr);
-    OutputDir out(outDir);
+    OutputDir out(outDir, force);
     if (emit == "graph") {
       out.write("graph.json", writeGraphJson(g));
     } else {
