@@ -7,6 +7,7 @@
 #include "Driver/OutputDir.h"
 #include "IR/Error.h"
 #include "IR/GraphIO.h"
+#include "IR/Work.h"
 #include "Passes/PassManager.h"
 #include "Passes/Rewrite.h"
 #include "Passes/Schedule.h"
@@ -17,6 +18,8 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <tuple>
@@ -152,13 +155,58 @@ void emitKernels(Graph &g, const Schedule &s, const std::string &target, const B
   }
 }
 
+/// `uopc --stats`: the work model of every kernel step, the total, and the tensor-level work.
+void printStats(const Schedule &s, const std::optional<Count> &tensor, std::ostream &os) {
+  std::vector<std::vector<std::string>> rows{
+      {"step", "kernel", "device", "ops", "loads", "load_bytes", "stores", "store_bytes", "most executed op"}};
+  KernelWork total;
+  for (size_t i = 0; i < s.steps.size(); ++i) {
+    const SchedStep &st = s.steps[i];
+    if (st.kind != SchedStep::Kind::Kernel) continue;
+    KernelWork w = kernelWork(s.kernels[st.kernel].call->src(0));
+    rows.push_back({std::to_string(i), s.kernels[st.kernel].name, s.devices[st.device], w.ops.str(), w.loads.str(),
+                    w.loadBytes.str(), w.stores.str(), w.storeBytes.str(),
+                    w.heaviest ? std::string(opName(w.heaviest->op)) + " " + std::string(dtypeName(w.heaviest->dtype)) + " x " +
+                                     w.heaviestTrips.str()
+                               : "-"});
+    total.ops += w.ops, total.loads += w.loads, total.loadBytes += w.loadBytes;
+    total.stores += w.stores, total.storeBytes += w.storeBytes;
+  }
+  rows.push_back({"total", "", "", total.ops.str(), total.loads.str(), total.loadBytes.str(), total.stores.str(),
+                  total.storeBytes.str(), ""});
+  std::vector<size_t> width(rows[0].size(), 0);
+  for (const auto &r : rows)
+    for (size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], r[c].size());
+  for (const auto &r : rows) {
+    std::string line;
+    for (size_t c = 0; c < r.size(); ++c) {
+      std::string cell = r[c];
+      bool left = c < 3 || c == 8;
+      std::string pad(width[c] - cell.size(), ' ');
+      line += (c ? "  " : "") + (left ? cell + pad : pad + cell);
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    os << line << "\n";
+  }
+  if (tensor) {
+    os << "tensor-level ops (each data op once per element): " << tensor->str();
+    auto a = total.ops.constant(), b = tensor->constant();
+    if (a && b && *b > 0) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.3f", static_cast<double>(*a) / static_cast<double>(*b));
+      os << "  kernel/tensor: " << buf;
+    }
+    os << "\n";
+  }
+}
+
 int compileMain(int argc, char **argv) {
   CLI::App app{"uopc: ahead-of-time compiler for tinygrad UOp graphs.\n"
                "  uopc GRAPH -o DIR          compile a graph (JSON or .uopb)\n"
                "  uopc convert IN -o OUT     re-encode a graph document (JSON <-> .uopb)",
                "uopc"};
   std::string input, outDir, target = "c", pipelineText, emit;
-  bool listPasses = false;
+  bool listPasses = false, stats = false;
   BackendOptions backend;
   int verbosity = 0;
   std::string level;
@@ -181,6 +229,9 @@ int compileMain(int argc, char **argv) {
                  "manifest.json (the schedule), 'graph' the final graph as graph.json")
       ->check(CLI::IsMember({"graph", "manifest", "kernels"}));
   app.add_flag("--list-passes", listPasses, "List the registered passes and exit");
+  app.add_flag("--stats", stats,
+               "Print the work model (stdout): per kernel step its ALU ops on data, loads and stores (elements "
+               "and bytes), the total, and the tensor-level graph's work (before rangeify)");
   app.add_flag("--print-after-all", pm.printAfterAll, "Print the graph after every pass (stdout)");
   app.add_option("--print-after", pm.printAfter, "Print the graph after this pass (repeatable)")->delimiter(',');
   app.add_flag("--print-changed", pm.printChanged, "With a print option: only print passes that changed the graph");
@@ -224,6 +275,11 @@ int compileMain(int argc, char **argv) {
     spdlog::info("reading {}", input);
     Graph g = readGraphFile(input);
     spdlog::info("running {} passes", pipeline.size());
+    std::optional<Count> tensor;
+    if (stats)
+      pm.beforePass = [&](std::string_view pass, const Graph &cur) {
+        if (pass == "rangeify") tensor = tensorWork(cur);
+      };
     runPipeline(g, pipeline, pm, std::cout, std::cerr);
     OutputDir out(outDir, force);
     if (emit == "graph") {
@@ -236,6 +292,7 @@ int compileMain(int argc, char **argv) {
       if (emit == "kernels") emitKernels(g, s, target, backend, artifacts, &out);
       else if (target == "ptx" || backend.gridOnHost) emitKernels(g, s, target, backend, artifacts, nullptr);
       out.write("manifest.json", manifestJson(s, target, artifacts));
+      if (stats) printStats(s, tensor, std::cout);
     }
     out.commit();
   } catch (const Error &e) {

@@ -1,6 +1,8 @@
 //===- Manifest.cpp - out/manifest.json from a Schedule -------------------===//
 #include "Driver/Manifest.h"
 
+#include "IR/Work.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -28,6 +30,17 @@ Json bufRef(const Schedule &s, const BufRef &r) {
                                                                    [](const SchedBuffer &x) { return x.isParam; }));
   j["dev"] = r.device;
   return j;
+}
+
+Json countJson(const Count &c) {
+  if (auto v = c.constant()) return *v;
+  return c.str();
+}
+
+Json estimatesJson(const KernelWork &w) {
+  return Json{{"ops", countJson(w.ops)},         {"loads", countJson(w.loads)},
+              {"load_bytes", countJson(w.loadBytes)}, {"stores", countJson(w.stores)},
+              {"store_bytes", countJson(w.storeBytes)}};
 }
 
 Json deviceNames(const Schedule &s, const std::vector<size_t> &devs) {

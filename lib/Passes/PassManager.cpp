@@ -66,6 +66,7 @@ void runPipeline(Graph &g, const std::vector<const PassInfo *> &pipeline, const 
   for (const PassInfo *p : pipeline) {
     ++index;
     const UOp *before = g.root;
+    if (opts.beforePass) opts.beforePass(p->flag, g);
     auto t0 = Clock::now();
     p->run(g);
     double secs = std::chrono::duration<double>(Clock::now() - t0).count();

@@ -37,6 +37,8 @@ struct PassManagerOptions {
   std::string dumpDir;                 ///< non-empty: write NN-<pass>.json after every pass
   bool timePasses = false;
   bool verifyEach = false;
+  /// Called with each pass's flag and the graph it is about to run on (analyses such as --stats).
+  std::function<void(std::string_view, const Graph &)> beforePass;
 };
 
 /// Runs `pipeline` on `g`. Printing goes to `out`, timings to `err`. Throws Error from a pass.

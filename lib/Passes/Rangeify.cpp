@@ -91,6 +91,10 @@ std::optional<int64_t> numelOf(ShapeInfo &si, const UOp *u) {
   return n;
 }
 
+// consumption counts saturate: only "more than once" matters, and broadcasts multiply
+int64_t satMul(int64_t a, int64_t b) { return (b != 0 && a > INT64_MAX / b) ? INT64_MAX : a * b; }
+int64_t satAdd(int64_t a, int64_t b) { return a > INT64_MAX - b ? INT64_MAX : a + b; }
+
 bool isWeak(DType dt) { return dt == DType::WeakInt || dt == DType::WeakFloat; }
 
 // What stage removal asks about a candidate's recompute cone (the nodes a kernel inlining it computes,
@@ -146,8 +150,27 @@ public:
     return r;
   }
 
-  bool threefry(const UOp *x) {
-    if (auto it = tf_.find(x); it != tf_.end()) return it->second;
+  /// Whether the cone holds a THREEFRY (random bits: always recomputed, as tinygrad does).
+  bool threefry(const UOp *x) { return contains(kThreefry, x); }
+  /// Whether the cone holds a transcendental (EXP2, LOG2, SIN, POW): never placed where it would be
+  /// evaluated more often than once per element.
+  bool transcendental(const UOp *x) { return contains(kTranscendental, x); }
+
+  /// `s` is no longer materialized: drop what depended on that.
+  void removed(const UOp *s) {
+    drop(cost_, costDeps_, s);
+    for (int k = 0; k < kKinds; ++k) drop(has_[k], hasDeps_[k], s);
+  }
+
+private:
+  enum { kThreefry, kTranscendental, kKinds };
+  static bool isKind(int kind, Op op) {
+    if (kind == kThreefry) return op == Op::THREEFRY;
+    return op == Op::EXP2 || op == Op::LOG2 || op == Op::SIN || op == Op::POW;
+  }
+  bool contains(int kind, const UOp *x) {
+    auto &cache = has_[kind];
+    if (auto it = cache.find(x); it != cache.end()) return it->second;
     std::vector<const UOp *> inner;
     std::unordered_set<const UOp *> seen;
     std::vector<const UOp *> st{x};
@@ -157,37 +180,30 @@ public:
       st.pop_back();
       if (!seen.insert(u).second) continue;
       if (u != x && isMat(u)) {
-        tfDeps_.mat[u].push_back(x);
+        hasDeps_[kind].mat[u].push_back(x);
         continue;
       }
       if (u != x && isRemoved(u)) {
         inner.push_back(u);
         continue;
       }
-      if (u->op == Op::THREEFRY) found = true;
+      if (isKind(kind, u->op)) found = true;
       for (const UOp *s : u->src()) st.push_back(s);
     }
     for (size_t i = 0; i < inner.size() && !found; ++i) {
-      found = threefry(inner[i]);
-      tfDeps_.info[inner[i]].push_back(x);
+      found = contains(kind, inner[i]);
+      hasDeps_[kind].info[inner[i]].push_back(x);
     }
-    tf_[x] = found;
+    cache[x] = found;
     return found;
   }
 
-  /// `s` is no longer materialized: drop what depended on that.
-  void removed(const UOp *s) {
-    drop(cost_, costDeps_, s);
-    drop(tf_, tfDeps_, s);
-  }
-
-private:
   struct Deps {
     std::unordered_map<const UOp *, std::vector<const UOp *>> mat, info;
   };
   std::unordered_map<const UOp *, std::optional<int64_t>> cost_;
-  std::unordered_map<const UOp *, bool> tf_;
-  Deps costDeps_, tfDeps_;
+  std::unordered_map<const UOp *, bool> has_[kKinds];
+  Deps costDeps_, hasDeps_[kKinds];
 
   template <typename M> void drop(M &cache, Deps &d, const UOp *s) {
     std::vector<const UOp *> work;
@@ -236,7 +252,7 @@ void runRangeify(Graph &g) {
     if (u->op == Op::STORE) n = 1;
     if (u->op == Op::EXPAND) {
       auto a = numelOf(si, u), b = numelOf(si, u->src(0));
-      if (a && b && *b > 0) n *= *a / *b;
+      if (a && b && *b > 0) n = satMul(n, *a / *b);
     }
     if (u->op == Op::COPY) {
       const UOp *src = copySource(u).first;
@@ -244,8 +260,16 @@ void runRangeify(Graph &g) {
         forced.insert(src);
     }
     consumes[u] = n;
-    for (size_t i = 0; i < u->nsrc; ++i)
-      if (u->op != Op::STORE || i > 0) consumes[u->src(i)] += n;
+    // an elementwise op broadcasts a source with fewer elements (size-1 axes): each of its elements is
+    // consumed once per element it is broadcast to, exactly as through an explicit EXPAND
+    int64_t out = isElementwise(u->op) ? numelOf(si, u).value_or(0) : 0;
+    for (size_t i = 0; i < u->nsrc; ++i) {
+      if (u->op == Op::STORE && i == 0) continue;
+      int64_t m = n;
+      if (out > 0 && u->src(i)->op != Op::CONST)
+        if (int64_t b = numelOf(si, u->src(i)).value_or(0); b > 0 && out > b) m = satMul(n, out / b);
+      consumes[u->src(i)] = satAdd(consumes[u->src(i)], m);
+    }
   }
   std::reverse(candidates.begin(), candidates.end());
   std::unordered_set<const UOp *> staged(candidates.begin(), candidates.end());
@@ -376,6 +400,14 @@ void runRangeify(Graph &g) {
   };
 
   // uses per stage: distinct indexings, each with the kernels it happens in
+  // The work model decides. Inlining a stage at a read computes its value there as often as the read
+  // executes (Use::trips: the loop nest around the read, reduction loops included); materializing it
+  // computes it numel times. A cheap value (cost <= MAX_RECOMPUTE, no transcendental) is recomputed as
+  // tinygrad does: at most once per output element of each reading kernel and indexing (so a padding
+  // mask or an index fix-up still fuses into a convolution or a gather). Anything else, and every
+  // reduction, is inlined only where each element is evaluated at most once: an expensive value is never
+  // placed inside a loop it does not depend on, and a reduction only into one consumer that reads each
+  // of its elements once, outside any reduction of that consumer.
   struct Indexing {
     std::set<int> kernels;
     bool underReduce = false, constIndex = true;
@@ -384,6 +416,15 @@ void runRangeify(Graph &g) {
     auto rit = readers.find(s);
     if (rit == readers.end() || rit->second.empty()) return true;
     std::map<const UOp *, Indexing> idxs;
+    // evaluations if inlined, per (indexing, kernel) and per kernel: the most frequent read there
+    std::map<std::pair<const UOp *, int>, std::optional<int64_t>> siteTrips;
+    std::map<int, std::optional<int64_t>> kernelTrips;
+    auto maxInto = [](auto &m, const auto &key, const std::optional<int64_t> &t) {
+      auto [it, fresh] = m.try_emplace(key, t);
+      if (fresh) return;
+      if (!it->second || !t) it->second.reset();
+      else it->second = std::max(*it->second, *t);
+    };
     for (auto &[k, cnt] : rit->second)
       for (const Use &us : kernels[static_cast<size_t>(k)].uses) {
         if (us.value != s) continue;
@@ -391,48 +432,60 @@ void runRangeify(Graph &g) {
         ix.kernels.insert(us.kernel);
         ix.underReduce |= us.underReduce;
         ix.constIndex &= us.constIndex;
+        maxInto(siteTrips, std::make_pair(us.key, us.kernel), us.trips);
+        maxInto(kernelTrips, us.kernel, us.trips);
       }
     auto numel = numelOf(si, s);
     if (!numel) return false;
     auto cost = cone.cost(s);
     if (!cost) cost = collapsedCost(s);
-    // work per indexing (the seed's recompute_work: each indexing happens in exactly one kernel), and
-    // work per distinct kernel (several sites in one kernel share its output loop)
-    std::optional<int64_t> work = int64_t(0), kernelWork = int64_t(0), maxKernelWork = int64_t(0);
-    std::set<int> kset;
-    bool underReduce = false;
+    bool cheap = cost && *cost <= kMaxRecompute && !cone.transcendental(s);
+    // Totals as int64 with -1 for "unknown" (a symbolic size): output elements of the reading kernels
+    // per indexing and per distinct kernel (tinygrad's recompute_work, for cheap values), and trips.
+    constexpr int64_t kUnknown = -1;
+    auto total = [](int64_t acc, const std::optional<int64_t> &w) {
+      return acc == kUnknown || !w ? kUnknown : satAdd(acc, *w);
+    };
+    int64_t outWork = 0, outKernelWork = 0, maxOutWork = 0, tripWork = 0, tripKernelWork = 0, maxTrips = 0;
     for (auto &[k, ix] : idxs) {
-      underReduce |= ix.underReduce;
-      kset.insert(ix.kernels.begin(), ix.kernels.end());
-      if (!work) continue;
-      if (ix.kernels.size() != 1 || !kernels[static_cast<size_t>(*ix.kernels.begin())].work) work.reset();
-      else *work += *kernels[static_cast<size_t>(*ix.kernels.begin())].work;
+      auto w = ix.kernels.size() == 1 ? kernels[static_cast<size_t>(*ix.kernels.begin())].work : std::nullopt;
+      outWork = total(outWork, w);
     }
-    for (int k : kset) {
+    for (auto &[k, t] : kernelTrips) {
       const auto &w = kernels[static_cast<size_t>(k)].work;
-      if (!w || !kernelWork) {
-        kernelWork.reset(), maxKernelWork.reset();
-        break;
-      }
-      *kernelWork += *w;
-      *maxKernelWork = std::max(*maxKernelWork, *w);
+      outKernelWork = total(outKernelWork, w);
+      maxOutWork = maxOutWork == kUnknown || !w ? kUnknown : std::max(maxOutWork, *w);
+      tripKernelWork = total(tripKernelWork, t);
     }
+    for (auto &[site, t] : siteTrips) {
+      tripWork = total(tripWork, t);
+      maxTrips = maxTrips == kUnknown || !t ? kUnknown : std::max(maxTrips, *t);
+    }
+    auto within = [](int64_t w, int64_t limit) { return w != kUnknown && w <= limit; };
+    bool underReduce = false;
+    for (auto &[k, ix] : idxs) underReduce |= ix.underReduce;
     int64_t n = static_cast<int64_t>(idxs.size());
     bool threefry = cost && cone.threefry(s);
-    bool tiny = cost && *cost <= kMaxScalarRecompute && *numel <= 8 && maxKernelWork && *maxKernelWork <= 8;
-    // read once per output element of its only kernel: inlining duplicates nothing, whatever the cost
-    bool once = cost && kset.size() == 1 && !underReduce && kernelWork && *kernelWork <= *numel;
+    bool tiny = cost && *cost <= kMaxScalarRecompute && *numel <= 8 && within(maxOutWork, 8) && within(maxTrips, 8);
+    // each element evaluated at most once at each indexing (no loop around a read it does not depend on)
+    bool bounded = within(maxTrips, *numel);
+    // each element evaluated at most once, in its only kernel: inlining duplicates nothing, whatever the cost
+    bool once = cost && kernelTrips.size() == 1 &&
+                (cheap ? !underReduce && within(outKernelWork, *numel) : within(tripKernelWork, *numel));
     if (n > 1) {
-      int64_t limit = *numel * n;
-      bool cheap = cost && *cost <= kMaxRecompute &&
-                   (work.value_or(INT64_MAX) <= limit || kernelWork.value_or(INT64_MAX) <= limit);
-      return cheap || threefry || tiny;
+      int64_t limit = satMul(*numel, n);
+      bool recompute = cost && *cost <= kMaxRecompute &&
+                       (cheap && (within(outWork, limit) || within(outKernelWork, limit)) ||
+                        (bounded && (within(tripWork, limit) || within(tripKernelWork, limit))));
+      return recompute || threefry || tiny;
     }
     const Indexing &ix = idxs.begin()->second;
     bool scalar = *numel == 1 && cost && *cost <= kMaxScalarRecompute && ix.constIndex;
-    bool small = cost && *cost <= kMaxScalarRecompute && *numel <= 8;
-    if (cost) return threefry || scalar || small || once || (*cost <= kMaxRecompute && work && *work <= *numel);
-    return work && !ix.underReduce && *work == *numel;
+    bool small = cost && *cost <= kMaxScalarRecompute && *numel <= 8 && (cheap || bounded);
+    if (cost)
+      return threefry || scalar || small || once ||
+             (*cost <= kMaxRecompute && ((cheap && within(outWork, *numel)) || bounded));
+    return within(tripWork, *numel) && tripWork == *numel && !ix.underReduce && kernelTrips.size() == 1;
   };
 
   for (size_t i = 0; i < candidates.size(); ++i) pending.insert(i);

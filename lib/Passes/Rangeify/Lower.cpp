@@ -42,6 +42,7 @@ void Lowerer::beginKernel(int id, bool globalRanges) {
   kernel_ = id;
   if (!globalRanges) nextRange_ = 0;
   reduceDepth_ = 0;
+  loops_.clear();
   work_ = 1;
   memo_.clear();
 }
@@ -114,6 +115,34 @@ Lowerer::Idx Lowerer::unflat(const UOp *l, const Shape &shape) {
 const UOp *Lowerer::key(const Idx &idx) {
   if (idx.empty()) return c_.make(Op::STACK, DType::Void, {});
   return c_.make(Op::STACK, DType::WeakInt, std::span<const UOp *const>(idx.data(), idx.size()));
+}
+
+std::optional<int64_t> Lowerer::tripsAt(const Idx &idx) const {
+  // the innermost enclosing loop the index expressions use (a short walk: indexes are small)
+  size_t depth = 0;
+  std::vector<const UOp *> st(idx.begin(), idx.end());
+  std::unordered_set<const UOp *> seen;
+  while (!st.empty()) {
+    const UOp *u = st.back();
+    st.pop_back();
+    if (!seen.insert(u).second) continue;
+    if (u->op == Op::RANGE) {
+      for (size_t k = loops_.size(); k-- > depth;)
+        if (loops_[k] == u) {
+          depth = k + 1;
+          break;
+        }
+      continue;
+    }
+    for (const UOp *s : u->src()) st.push_back(s);
+  }
+  int64_t t = 1;
+  for (size_t k = 0; k < depth; ++k) {
+    auto n = constInt(loops_[k]->src(0));
+    if (!n) return std::nullopt;
+    t *= *n;
+  }
+  return t;
 }
 
 const UOp *Lowerer::invalidOf(DType dt) {
@@ -194,7 +223,7 @@ const UOp *Lowerer::plan(Frame &f) {
   if (isMaterialized && isMaterialized(u)) {
     bool allConst = true;
     for (const UOp *i : idx) allConst &= i->op == Op::CONST;
-    uses.push_back({u, key(idx), kernel_, reduceDepth_ > 0, allConst});
+    uses.push_back({u, key(idx), kernel_, reduceDepth_ > 0, allConst, tripsAt(idx)});
     return read(stateOf(u), u->dtype, idx, shapeOf(u));
   }
   if (isBuffer(u) || u->op == Op::AFTER) return read(stateOf(u), u->dtype, idx, shapeOf(u));
@@ -303,6 +332,7 @@ const UOp *Lowerer::plan(Frame &f) {
     Idx j = outputRanges(Shape(t.begin(), t.begin() + static_cast<long>(n)), f.ranges, AxisType::REDUCE);
     j.insert(j.end(), idx.begin(), idx.end());
     ++reduceDepth_; // until combine(): the source is lowered under this reduction
+    loops_.insert(loops_.end(), f.ranges.begin(), f.ranges.end());
     f.reqs.push_back({u->src(0), std::move(j)});
     return nullptr;
   }
@@ -329,6 +359,7 @@ const UOp *Lowerer::combine(Frame &f) {
   }
   if (u->op == Op::REDUCE) {
     --reduceDepth_;
+    loops_.resize(loops_.size() - f.ranges.size());
     if (f.ranges.empty()) return r[0];
     std::vector<const UOp *> srcs{r[0]};
     srcs.insert(srcs.end(), f.ranges.begin(), f.ranges.end());
@@ -344,6 +375,7 @@ const UOp *Lowerer::lowerStore(const UOp *dst, const UOp *val, const UOp *dstSta
   for (const UOp *d : s)
     if (auto cd = ShapeInfo::constDim(d); work_ && cd) *work_ *= *cd;
     else work_.reset();
+  loops_ = ranges;
   const UOp *v = lower(val, idx);
   // the address: the destination view's movement ops, then the flat buffer index
   const UOp *gate = nullptr;
@@ -407,6 +439,7 @@ const UOp *Lowerer::lowerMaterialize(const UOp *x, const UOp *state) {
   // x itself is the materialized value being computed here: lower its definition, not a read of it
   auto saved = isMaterialized;
   isMaterialized = [&, x](const UOp *u) { return u != x && saved && saved(u); };
+  loops_ = ranges;
   const UOp *v = lower(x, idx);
   memo_.clear();
   isMaterialized = saved;

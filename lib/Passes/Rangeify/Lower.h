@@ -28,6 +28,11 @@ struct Use {
   int kernel;        ///< the kernel (boundary) the read happens in
   bool underReduce;  ///< the read feeds a REDUCE of that kernel
   bool constIndex;   ///< every index is a CONST
+  /// How often the read executes in its kernel's loop nest (the work model): the product of the trip
+  /// counts of the enclosing loops (output ranges in order, then the REDUCE ranges around the read) down
+  /// to the innermost one its index depends on. A value inlined at the read is computed that often (the
+  /// targets place a value in the innermost loop it depends on). nullopt when a trip count is symbolic.
+  std::optional<int64_t> trips;
 };
 
 /// Lowers tensor-level values of one graph into index-level kernels. Preconditions: invalid-pad and
@@ -69,6 +74,7 @@ private:
   int kernel_ = 0;
   int nextRange_ = 0;
   int reduceDepth_ = 0;
+  std::vector<const UOp *> loops_; ///< the loop nest around the value being lowered, outermost first
   std::optional<int64_t> work_;
   std::map<std::pair<const UOp *, const UOp *>, const UOp *> memo_;
 
@@ -99,6 +105,7 @@ private:
   const UOp *flat(const Idx &idx, const Shape &shape);
   Idx unflat(const UOp *l, const Shape &shape);
   const UOp *key(const Idx &idx);
+  std::optional<int64_t> tripsAt(const Idx &idx) const;
   /// An index or gate expression simplified (tinygrad's symbolic), with the range cache kept per Lowerer.
   const UOp *clean(const UOp *index);
   SymbolicCtx sctx_;

@@ -1,0 +1,284 @@
+//===- Work.cpp - the work model ------------------------------------------===//
+#include "IR/Work.h"
+
+#include "IR/Error.h"
+#include "IR/Records.h"
+#include "IR/Shape.h"
+
+#include <algorithm>
+#include <climits>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace uopc {
+namespace {
+
+int64_t satAdd(int64_t a, int64_t b) { return a > INT64_MAX - b ? INT64_MAX : a + b; }
+int64_t satMul(int64_t a, int64_t b) { return (b != 0 && a > INT64_MAX / b) ? INT64_MAX : a * b; }
+
+std::optional<int64_t> constInt(const UOp *u) {
+  if (u->op == Op::CONST && u->arg && u->arg->kind == ArgKind::Int) return u->arg->i();
+  return std::nullopt;
+}
+
+Count extentOf(const UOp *e) {
+  if (auto c = constInt(e)) return Count(std::max<int64_t>(*c, 0));
+  return Count::symbol(sizeExpr(e));
+}
+
+} // namespace
+
+Count &Count::operator+=(const Count &o) {
+  for (const auto &[m, c] : o.terms_) terms_[m] = satAdd(terms_[m], c);
+  return *this;
+}
+
+Count Count::operator*(const Count &o) const {
+  Count r;
+  for (const auto &[ma, ca] : terms_)
+    for (const auto &[mb, cb] : o.terms_) {
+      std::vector<std::string> m = ma;
+      m.insert(m.end(), mb.begin(), mb.end());
+      std::sort(m.begin(), m.end());
+      r.terms_[m] = satAdd(r.terms_[m], satMul(ca, cb));
+    }
+  return r;
+}
+
+std::optional<int64_t> Count::constant() const {
+  if (terms_.empty()) return 0;
+  if (terms_.size() == 1 && terms_.begin()->first.empty()) return terms_.begin()->second;
+  return std::nullopt;
+}
+
+std::string Count::str() const {
+  if (terms_.empty()) return "0";
+  std::string s;
+  // highest degree first, the constant last
+  std::vector<std::pair<std::vector<std::string>, int64_t>> t(terms_.begin(), terms_.end());
+  std::stable_sort(t.begin(), t.end(), [](const auto &a, const auto &b) { return a.first.size() > b.first.size(); });
+  for (const auto &[m, c] : t) {
+    if (!s.empty()) s += " + ";
+    std::string term = (c != 1 || m.empty()) ? std::to_string(c) : "";
+    for (const std::string &f : m) term += (term.empty() ? "" : "*") + f;
+    s += term;
+  }
+  return s;
+}
+
+std::string sizeExpr(const UOp *root) {
+  // post-order with an explicit stack: sizes can be expressions of any depth in a hostile graph
+  std::unordered_map<const UOp *, std::string> done;
+  std::vector<std::pair<const UOp *, bool>> st{{root, false}};
+  while (!st.empty()) {
+    auto [u, expanded] = st.back();
+    st.pop_back();
+    if (done.count(u)) continue;
+    if (u->op == Op::CONST) {
+      done[u] = u->arg && u->arg->kind == ArgKind::Int ? std::to_string(u->arg->i()) : "c";
+      continue;
+    }
+    if (u->op == Op::PARAM || u->nsrc == 0) {
+      std::string name;
+      if (u->op == Op::PARAM) {
+        try {
+          ParamArg p = ParamArg::decode(u->arg);
+          name = p.name ? *p.name : "p" + std::to_string(p.slot);
+        } catch (const Error &) {
+          name = "var";
+        }
+      } else {
+        name = std::string(opName(u->op));
+      }
+      done[u] = name;
+      continue;
+    }
+    if (!expanded) {
+      st.push_back({u, true});
+      for (const UOp *s : u->src()) st.push_back({s, false});
+      continue;
+    }
+    auto a = [&](size_t i) { return done[u->src(i)]; };
+    std::string r;
+    switch (u->op) {
+    case Op::ADD: r = "(" + a(0) + "+" + a(1) + ")"; break;
+    case Op::SUB: r = "(" + a(0) + "-" + a(1) + ")"; break;
+    case Op::MUL: r = "(" + a(0) + "*" + a(1) + ")"; break;
+    case Op::FLOORDIV: r = "(" + a(0) + "//" + a(1) + ")"; break;
+    case Op::FLOORMOD: r = "(" + a(0) + "%" + a(1) + ")"; break;
+    case Op::MAX: r = "max(" + a(0) + "," + a(1) + ")"; break;
+    case Op::BIND: case Op::CAST: r = a(0); break;
+    default: {
+      r = std::string(opName(u->op)) + "(";
+      for (size_t i = 0; i < u->nsrc; ++i) r += (i ? "," : "") + a(i);
+      r += ")";
+    }
+    }
+    done[u] = r;
+  }
+  return done[root];
+}
+
+KernelWork kernelWork(const UOp *sink) {
+  KernelWork w;
+  std::vector<const UOp *> topo = toposort(sink);
+  std::unordered_map<const UOp *, size_t> pos;
+  for (size_t i = 0; i < topo.size(); ++i) pos[topo[i]] = i;
+
+  // the loops: depth and trip product (the loop and every loop around it) per RANGE
+  struct Loop {
+    int depth = 0;
+    Count trips;
+  };
+  std::unordered_map<const UOp *, Loop> loops;
+  for (const UOp *u : topo) {
+    if (u->op != Op::END) continue;
+    Count p(1);
+    int depth = 0;
+    for (size_t i = 1; i < u->nsrc; ++i) {
+      const UOp *r = u->src(i);
+      if (r->op != Op::RANGE || r->nsrc == 0 || loops.count(r)) continue;
+      p = p * extentOf(r->src(0));
+      loops[r] = Loop{++depth, p};
+    }
+  }
+
+  // the ranges each node depends on (a REDUCE closes its own), as sorted vectors: kernels have few ranges
+  std::unordered_map<const UOp *, std::vector<const UOp *>> deps;
+  auto ownRanges = [](const UOp *u) {
+    std::vector<const UOp *> r;
+    if (u->op == Op::REDUCE)
+      for (size_t i = 1; i < u->nsrc; ++i) r.push_back(u->src(i));
+    return r;
+  };
+  for (const UOp *u : topo) {
+    std::vector<const UOp *> d;
+    if (u->op == Op::RANGE) d.push_back(u);
+    auto own = ownRanges(u);
+    for (const UOp *s : u->src()) {
+      const auto &ds = deps[s];
+      for (const UOp *r : ds)
+        if (std::find(own.begin(), own.end(), r) == own.end()) d.push_back(r);
+    }
+    std::sort(d.begin(), d.end(), [&](const UOp *a, const UOp *b) { return pos[a] < pos[b]; });
+    d.erase(std::unique(d.begin(), d.end()), d.end());
+    deps[u] = std::move(d);
+  }
+  auto innermost = [&](const std::vector<const UOp *> &d) -> const Loop * {
+    const Loop *best = nullptr;
+    for (const UOp *r : d) {
+      auto it = loops.find(r);
+      if (it != loops.end() && (!best || it->second.depth > best->depth)) best = &it->second;
+    }
+    return best;
+  };
+  // a REDUCE's loops nest inside the loops its result depends on; outer reductions first (they
+  // consume the inner ones, so they come later in topological order)
+  for (size_t k = topo.size(); k-- > 0;) {
+    const UOp *u = topo[k];
+    if (u->op != Op::REDUCE) continue;
+    const Loop *outer = innermost(deps[u]);
+    Loop cur = outer ? *outer : Loop{0, Count(1)};
+    for (const UOp *r : ownRanges(u)) {
+      if (r->op != Op::RANGE || r->nsrc == 0 || loops.count(r)) continue;
+      cur = Loop{cur.depth + 1, cur.trips * extentOf(r->src(0))};
+      loops[r] = cur;
+    }
+  }
+  // ranges nobody placed (malformed kernels): loops of their own at the top
+  for (const UOp *u : topo)
+    if (u->op == Op::RANGE && !loops.count(u) && u->nsrc > 0) loops[u] = Loop{1, extentOf(u->src(0))};
+
+  auto tripsOf = [&](const std::vector<const UOp *> &d) {
+    const Loop *l = innermost(d);
+    return l ? l->trips : Count(1);
+  };
+
+  // which INDEX nodes are read as values (not a STORE's address, not a gated LOAD's address)
+  std::unordered_set<const UOp *> valueRead;
+  for (const UOp *u : topo)
+    for (size_t i = 0; i < u->nsrc; ++i) {
+      const UOp *s = u->src(i);
+      if (s->op != Op::INDEX || s->dtype == DType::Void) continue;
+      if ((u->op == Op::STORE || u->op == Op::LOAD) && i == 0) continue;
+      if (u->op == Op::INDEX) continue; // an index of an index (not produced by uopc)
+      valueRead.insert(s);
+    }
+
+  std::unordered_set<const UOp *> data;
+  std::optional<int64_t> heaviest;
+  for (const UOp *u : topo) {
+    bool isLoad = u->op == Op::LOAD || valueRead.count(u);
+    bool d = isLoad;
+    if (!d && (isALU(u->op) || isElementwise(u->op) || u->op == Op::REDUCE || u->op == Op::CUSTOM || u->op == Op::CUSTOMI))
+      for (const UOp *s : u->src()) d |= data.count(s) > 0;
+    if (d) data.insert(u);
+    if (isLoad) {
+      Count t = tripsOf(deps[u]);
+      w.loads += t;
+      w.loadBytes += t * static_cast<int64_t>(dtypeSize(u->dtype));
+      continue;
+    }
+    if (u->op == Op::STORE && u->nsrc >= 2) {
+      Count t = tripsOf(deps[u]);
+      w.stores += t;
+      w.storeBytes += t * static_cast<int64_t>(dtypeSize(u->src(1)->dtype));
+      continue;
+    }
+    if (!d) continue;
+    Count t;
+    if (u->op == Op::REDUCE) {
+      std::vector<const UOp *> all = deps[u];
+      for (const UOp *r : ownRanges(u)) all.push_back(r);
+      t = tripsOf(all);
+    } else if (isALU(u->op)) {
+      t = tripsOf(deps[u]);
+    } else {
+      continue; // CAST/BITCAST: conversions, not arithmetic
+    }
+    w.ops += t;
+    auto c = t.constant();
+    if (!w.heaviest || (c && heaviest && *c > *heaviest)) {
+      w.heaviest = u;
+      w.heaviestTrips = t;
+      heaviest = c;
+    }
+  }
+  return w;
+}
+
+Count tensorWork(const Graph &g) {
+  ShapeInfo si(g);
+  std::vector<const UOp *> topo = toposort(g.root);
+  std::unordered_set<const UOp *> data;
+  auto numel = [&](const UOp *u) -> Count {
+    const auto &s = si.shape(u);
+    if (!s) return Count(1);
+    Count n(1);
+    for (const UOp *d : *s) n = n * extentOf(d);
+    return n;
+  };
+  auto isBufferLeaf = [](const UOp *u) {
+    if (u->op == Op::BUFFER || u->op == Op::AFTER) return true;
+    if (u->op != Op::PARAM || u->nsrc == 0) return false;
+    if (u->src(0)->op == Op::STACK && u->src(0)->nsrc == 0) return false; // a scalar variable
+    return true;
+  };
+  Count total;
+  for (const UOp *u : topo) {
+    if (u->op == Op::CALL || u->op == Op::FUNCTION) continue;
+    bool d = isBufferLeaf(u);
+    if (!d)
+      for (size_t i = 0; i < u->nsrc && !d; ++i) d = data.count(u->src(i)) > 0;
+    if (!d) continue;
+    data.insert(u);
+    if (u->dtype == DType::WeakInt || u->dtype == DType::WeakFloat) continue;
+    // a value on several devices (a sharded or replicated tensor after multi-lower) is computed on each
+    int64_t copies = std::max<int64_t>(1, static_cast<int64_t>(si.device(u).size()));
+    if (isALU(u->op)) total += numel(u) * copies;
+    else if (u->op == Op::REDUCE && u->nsrc > 0) total += numel(u->src(0)) * copies;
+  }
+  return total;
+}
+
+} // namespace uopc

@@ -1,0 +1,55 @@
+"""Writes the work-model test graphs (rangeify-work.test), tinygrad's shapes with implicit broadcasting (an
+elementwise op broadcasts a size-1 axis; no EXPAND node), as in the corpus:
+  mm2:   out(4,5) = (A(4,8) @ B(8,6)) @ C(6,5)    the first product is consumed by the second's reduction
+  expmm: out(4,5) = exp2(X(4,8)) @ W(8,5)         an expensive elementwise value feeding a reduction
+  cheap: out(4,5) = (X(4,8) * 2) @ W(8,5)         a cheap one (recomputed inside the reduction, as tinygrad)
+usage: rangeify-work.py mm2|expmm|cheap OUT.json"""
+import json, sys
+
+
+class G:
+    def __init__(self):
+        self.nodes = []
+
+    def add(self, op, dtype, src=(), arg=None):
+        n = {"id": len(self.nodes), "op": op, "dtype": dtype}
+        if src: n["src"] = list(src)
+        if arg is not None: n["arg"] = arg
+        self.nodes.append(n)
+        return n["id"]
+
+    def int(self, v): return self.add("CONST", "weakint", arg=v)
+    def shape(self, *dims): return self.add("STACK", "weakint", [self.int(d) for d in dims])
+    def param(self, slot, numel):
+        return self.add("PARAM", "float32", [self.int(numel)],
+                        {"$": "ParamArg", "slot": slot, "dtype": {"$": "DType", "v": "float32"}, "device": "CPU"})
+    def reshape(self, x, *dims): return self.add("RESHAPE", "float32", [x, self.shape(*dims)])
+    def permute(self, x, *p): return self.add("PERMUTE", "float32", [x], list(p))
+    def matmul(self, a, b, m, k, n):
+        """a (m,k) @ b (k,n): (m,1,k) * (1,n,k) broadcast, then the sum over k."""
+        a3 = self.reshape(a, m, 1, k)
+        b3 = self.reshape(self.permute(b, 1, 0), 1, n, k)
+        prod = self.add("MUL", "float32", [a3, b3])
+        red = self.add("REDUCE", "float32", [self.permute(prod, 2, 0, 1)], [{"$": "Ops", "v": "ADD"}, 1])
+        return self.reshape(red, m, n)
+
+    def doc(self, out, value):
+        st = self.add("STORE", "void", [out, value])
+        self.add("SINK", "void", [self.add("AFTER", "float32", [out, st])])
+        return {"format": "uopc-graph", "version": 1, "producer": {"name": "hand-written", "version": "1"},
+                "semantics": {"pad_fill": "zero"}, "nodes": self.nodes, "root": len(self.nodes) - 1}
+
+
+def build(kind):
+    g = G()
+    out = g.reshape(g.param(0, 20), 4, 5)
+    if kind == "mm2":
+        a, b, c = g.reshape(g.param(1, 32), 4, 8), g.reshape(g.param(2, 48), 8, 6), g.reshape(g.param(3, 30), 6, 5)
+        return g.doc(out, g.matmul(g.matmul(a, b, 4, 8, 6), c, 4, 6, 5))
+    x, w = g.reshape(g.param(1, 32), 4, 8), g.reshape(g.param(2, 40), 8, 5)
+    if kind == "expmm": v = g.add("EXP2", "float32", [x])
+    else: v = g.add("MUL", "float32", [x, g.add("CONST", "float32", arg={"$": "float", "v": "2.0"})])
+    return g.doc(out, g.matmul(v, w, 4, 8, 5))
+
+
+json.dump(build(sys.argv[1]), open(sys.argv[2], "w"))
