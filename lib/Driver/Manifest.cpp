@@ -22,12 +22,13 @@ KernelArtifact defaultArtifact(const Schedule &s, const SchedStep &step, std::st
 
 namespace {
 
-Json bufRef(const Schedule &s, const BufRef &r) {
+/// `nparams`: how many of s.buffers are parameters (they come first), counted once by the caller: counting
+/// them per reference made the manifest quadratic in the buffers.
+Json bufRef(const Schedule &s, const BufRef &r, size_t nparams) {
   const SchedBuffer &b = s.buffers.at(r.buffer);
   Json j;
   if (b.isParam) j["param"] = b.slot;
-  else j["buffer"] = r.buffer - static_cast<size_t>(std::count_if(s.buffers.begin(), s.buffers.end(),
-                                                                   [](const SchedBuffer &x) { return x.isParam; }));
+  else j["buffer"] = r.buffer - nparams;
   j["dev"] = r.device;
   return j;
 }
@@ -86,9 +87,6 @@ std::string manifestJson(const Schedule &s, std::string_view target, const std::
     Json life = Json::array();
     for (auto [lo, hi] : b.lifetimes) life.push_back(Json::array({lo, hi}));
     j["lifetimes"] = life;
-    Json shares = Json::array();
-    for (size_t o : b.sharesWith) shares.push_back(o - nparams);
-    j["shares"] = shares;
     buffers.push_back(j);
   }
   m["params"] = params;
@@ -100,8 +98,8 @@ std::string manifestJson(const Schedule &s, std::string_view target, const std::
     if (st.kind == SchedStep::Kind::Copy) {
       j["kind"] = "copy";
       j["device"] = s.devices[st.device];
-      j["src"] = bufRef(s, st.src);
-      j["dst"] = bufRef(s, st.dst);
+      j["src"] = bufRef(s, st.src, nparams);
+      j["dst"] = bufRef(s, st.dst, nparams);
       j["bytes"] = st.bytes;
     } else {
       j["kind"] = "kernel";
@@ -111,7 +109,7 @@ std::string manifestJson(const Schedule &s, std::string_view target, const std::
       j["file"] = artifacts.at(i).file;
       j["symbol"] = artifacts.at(i).symbol;
       Json args = Json::array();
-      for (const BufRef &r : st.args) args.push_back(bufRef(s, r));
+      for (const BufRef &r : st.args) args.push_back(bufRef(s, r, nparams));
       j["args"] = args;
       j["vars"] = st.vars;
       if (artifacts.at(i).global) j["global"] = *artifacts.at(i).global;

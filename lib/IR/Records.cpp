@@ -126,6 +126,11 @@ const Arg *encodeDevices(Context &ctx, const std::vector<std::string> &devices, 
   return ctx.argTuple(e);
 }
 
+int64_t ParamArg::slotOf(const Arg *a) {
+  if (!a || a->kind != ArgKind::Record || a->str() != "ParamArg") fail("arg must be a ParamArg");
+  return needInt(a->field("slot"), "ParamArg", "slot");
+}
+
 ParamArg ParamArg::decode(const Arg *a) {
   if (!a || a->kind != ArgKind::Record || a->str() != "ParamArg") fail("arg must be a ParamArg");
   ParamArg p;

@@ -40,6 +40,8 @@ struct ParamArg {
 
   /// Decodes a ParamArg record; throws Error naming the bad field.
   static ParamArg decode(const Arg *arg);
+  /// Only the slot of a ParamArg record (decode() copies the device list, which may be 20,000 long).
+  static int64_t slotOf(const Arg *arg);
   const Arg *encode(Context &ctx) const;
 };
 

@@ -68,11 +68,11 @@ struct Builder {
     return static_cast<int64_t>(hi);
   }
 
+  std::unordered_map<std::string, size_t> deviceOfName; // (a search of s.devices was quadratic in the devices)
   size_t deviceIndex(const std::string &d) {
-    auto it = std::find(s.devices.begin(), s.devices.end(), d);
-    if (it != s.devices.end()) return static_cast<size_t>(it - s.devices.begin());
-    s.devices.push_back(d);
-    return s.devices.size() - 1;
+    auto [it, fresh] = deviceOfName.emplace(d, s.devices.size());
+    if (fresh) s.devices.push_back(d);
+    return it->second;
   }
 
   void noteVar(const UOp *p) {
@@ -290,7 +290,7 @@ struct Builder {
     for (const UOp *e : body->src()) {
       const UOp *st = e->op == Op::END ? e->src(0) : e;
       if (st->op != Op::STORE || st->src(0)->op != Op::INDEX || st->src(0)->src(0)->op != Op::PARAM) return false;
-      if (ParamArg::decode(st->src(0)->src(0)->arg).slot != 0) continue;
+      if (ParamArg::slotOf(st->src(0)->src(0)->arg) != 0) continue;
       Bound n = 1;
       if (e->op == Op::END)
         for (const UOp *r : e->src().subspan(1)) {
@@ -333,7 +333,7 @@ struct Builder {
           for (size_t i = 0; i < u->nsrc; ++i) {
             const UOp *x = u->src(i);
             if (x->op == Op::INDEX && x->src(0)->op == Op::PARAM && !(u->op == Op::STORE && i == 0) &&
-                ParamArg::decode(x->src(0)->arg).slot == 0)
+                ParamArg::slotOf(x->src(0)->arg) == 0)
               readInitial[ob] = 1;
           }
         // a store that may leave elements unwritten keeps their prior contents: the buffer is inout too
@@ -407,17 +407,6 @@ struct Builder {
         s.arenaBytes[dev] = std::max(s.arenaBytes[dev], off + need);
         placed.push_back(r);
       }
-      for (size_t i = 0; i < placed.size(); ++i)
-        for (size_t j = 0; j < placed.size(); ++j) {
-          const BufRef &a = placed[i], &b = placed[j];
-          if (a.buffer == b.buffer) continue;
-          int64_t ao = s.buffers[a.buffer].offsets[a.device], bo = s.buffers[b.buffer].offsets[b.device];
-          if (ao < bo + bytesOf(b) && bo < ao + bytesOf(a)) s.buffers[a.buffer].sharesWith.push_back(b.buffer);
-        }
-    }
-    for (SchedBuffer &b : s.buffers) {
-      std::sort(b.sharesWith.begin(), b.sharesWith.end());
-      b.sharesWith.erase(std::unique(b.sharesWith.begin(), b.sharesWith.end()), b.sharesWith.end());
     }
   }
 

@@ -39,7 +39,8 @@ struct SchedBuffer {
   // (indices into Schedule::steps) of its first and last use there
   std::vector<int64_t> offsets;
   std::vector<std::pair<int64_t, int64_t>> lifetimes;
-  std::vector<size_t> sharesWith; ///< intermediates whose storage overlaps this one's (on some device)
+  // (two intermediates share storage when, on one device, their [offset, offset + bytes) overlap; their
+  // lifetimes there are then disjoint. Not listed: all pairs would be quadratic in the buffers.)
 };
 
 /// One device of one buffer.

@@ -239,16 +239,16 @@ struct Emitter {
         if (u->op == Op::CUSTOMI && u->dtype == DType::Void) failAt(u, "a CUSTOMI (inline expression) of dtype void");
       }
       if (u->op == Op::PARAM) {
-        ParamArg pa = ParamArg::decode(u->arg);
         if (interpScalar(u)) {
+          ParamArg pa = ParamArg::decode(u->arg);
           if (!pa.name) failAt(u, "a scalar PARAM without a name");
           if (*pa.name != "_device_num") varArgs[*pa.name] = "var_" + sanitizeCName(*pa.name);
         } else {
-          slotDType[pa.slot] = u->dtype;
+          slotDType[ParamArg::slotOf(u->arg)] = u->dtype; // (not decode: a buffer's device list may be long)
         }
       }
       if (u->op == Op::STORE && u->src(0)->op == Op::INDEX && u->src(0)->src(0)->op == Op::PARAM)
-        written.insert(ParamArg::decode(u->src(0)->src(0)->arg).slot);
+        written.insert(ParamArg::slotOf(u->src(0)->src(0)->arg));
     }
   }
   /// A CUSTOM/CUSTOMI that is a value (elementwise over its sources); a void CUSTOM is a statement.
@@ -423,7 +423,7 @@ struct Emitter {
   Val load(const UOp *u, size_t t) {
     const UOp *p = u->src(0);
     if (p->op != Op::PARAM || interpScalar(p)) failAt(u, "INDEX of something other than a buffer PARAM");
-    int64_t slot = ParamArg::decode(p->arg).slot;
+    int64_t slot = ParamArg::slotOf(p->arg);
     Val i = emit(u->src(1));
     std::string ok = access(p, u, i);
     for (const UOp *g : u->src().subspan(2)) ok = andOk(ok, emit(g).v);
@@ -482,9 +482,12 @@ struct Emitter {
   std::string floatAlu(Op op, DType out, DType in, const std::vector<std::string> &a) {
     bool dbl = !isSingle(in);
     std::string C = computeType(in);
+    // single precision (float32, and half/bfloat16 computed in float) calls libm's float functions
+    // (exp2f, ...): correctly rounded to within an ulp of float, and vectorizable, unlike a round trip
+    // through double
     auto libm = [&](const char *fn) {
       needMath = true;
-      return dbl ? std::string(fn) + "(" + a[0] + ")" : "(float)" + std::string(fn) + "((double)" + a[0] + ")";
+      return std::string(fn) + (dbl ? "(" : "f(") + a[0] + ")";
     };
     std::string e;
     switch (op) {
@@ -505,7 +508,7 @@ struct Emitter {
     case Op::SIN: e = libm("sin"); break;
     case Op::POW:
       needMath = true;
-      e = dbl ? "pow(" + a[0] + ", " + a[1] + ")" : "(float)pow((double)" + a[0] + ", (double)" + a[1] + ")";
+      e = (dbl ? "pow(" : "powf(") + a[0] + ", " + a[1] + ")";
       break;
     case Op::FLOORDIV: use(Helper::FloatDiv); e = "(" + C + ")uopc_floordiv_f(" + a[0] + ", " + a[1] + ")"; break;
     case Op::FLOORMOD: use(Helper::FloatDiv); e = "(" + C + ")uopc_floormod_f(" + a[0] + ", " + a[1] + ")"; break;
@@ -746,7 +749,7 @@ struct Emitter {
     std::string val = v.v;
     if (ix->dtype == DType::Float16) use(Helper::F16Bits), val = "uopc_f16_bits(" + val + ")";
     if (ix->dtype == DType::BFloat16) use(Helper::BF16Bits), val = "uopc_bf16_bits(" + val + ")";
-    std::string line = bufName(ParamArg::decode(p->arg).slot) + "[" + i.v + "] = " + val + ";";
+    std::string line = bufName(ParamArg::slotOf(p->arg)) + "[" + i.v + "] = " + val + ";";
     if (ok == "0") line = "/* every lane is Invalid: nothing stored */";
     else if (!ok.empty()) line = "if (" + ok + ") " + line;
     stack.back()->add(line);
@@ -794,19 +797,20 @@ std::string kernelSignature(const UOp *call) {
     RangeInfo ri;
     for (const UOp *u : toposort(call->src(0))) {
       if (u->op != Op::PARAM) continue;
-      ParamArg pa = ParamArg::decode(u->arg);
       if (Emitter::interpScalar(u)) {
+        ParamArg pa = ParamArg::decode(u->arg);
         if (pa.name && *pa.name != "_device_num" && pa.vminVmax) ranges[*pa.name] = *pa.vminVmax;
         continue;
       }
-      if (pa.slot < 0 || static_cast<size_t>(pa.slot) >= nargs) continue;
+      int64_t slot = ParamArg::slotOf(u->arg);
+      if (slot < 0 || static_cast<size_t>(slot) >= nargs) continue;
       // a size that depends on a variable: its upper bound over the variables' ranges (the most it indexes)
       std::optional<Bound> n = u->nsrc ? constBound(u->src(0)) : std::nullopt;
       if (!n && u->nsrc) {
         Bound hi = ri.vmax(u->src(0));
         if (hi >= 0 && hi < (Bound(1) << 62)) n = hi;
       }
-      entries[static_cast<size_t>(pa.slot)] =
+      entries[static_cast<size_t>(slot)] =
           std::string(dtypeName(u->dtype)) + ":" + (n ? std::to_string(static_cast<int64_t>(*n)) : std::string("?"));
     }
   }
