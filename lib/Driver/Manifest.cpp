@@ -119,7 +119,16 @@ std::string manifestJson(const Schedule &s, std::string_view target, const std::
   }
   m["steps"] = steps;
   Json vars = Json::array();
-  for (const SchedVar &v : s.vars) vars.push_back({{"name", v.name}, {"slot", v.slot}, {"min", v.vmin}, {"max", v.vmax}});
+  for (const SchedVar &v : s.vars) {
+    Json e = {{"name", v.name}, {"slot", v.slot}, {"min", v.vmin}, {"max", v.vmax}};
+    // tinygrad 0.14.0 names a function's variable p<slot>: a variable keeps that name beside the user's,
+    // unless another variable already has it (uopc-run --var accepts any name in `names`)
+    std::string positional = "p" + std::to_string(v.slot);
+    if (v.slot >= 0 && positional != v.name &&
+        std::none_of(s.vars.begin(), s.vars.end(), [&](const SchedVar &o) { return o.name == positional; }))
+      e["names"] = Json::array({v.name, positional});
+    vars.push_back(e);
+  }
   m["vars"] = vars;
   return m.dump(1) + "\n";
 }

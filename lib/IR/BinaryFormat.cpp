@@ -7,6 +7,7 @@
 #include "IR/Error.h"
 #include "IR/GraphIO.h"
 #include "IR/GraphIOInternal.h"
+#include "IR/ProducerForms.h"
 #include "IR/Records.h"
 
 #include <nlohmann/json.hpp>
@@ -28,7 +29,7 @@ constexpr unsigned kNumDTypes = 0
 #define UOPC_DTYPE(Enum, Name, Size, Kind) +1
 #include "IR/DTypes.def"
     ;
-constexpr unsigned kNumAxisTypes = static_cast<unsigned>(AxisType::PLACEHOLDER) + 1;
+constexpr unsigned kNumAxisTypes = static_cast<unsigned>(AxisType::WEAK) + 1;
 constexpr unsigned kNumAddrSpaces = static_cast<unsigned>(AddrSpace::ALU) + 1;
 
 /// Arg kind codes of the format (fixed by docs/uopb.md, independent of the ArgKind enum's order).
@@ -687,7 +688,9 @@ std::string writeGraphBinary(const Graph &g) {
 
 Graph readGraphBinary(std::string_view bytes, std::string_view name, const ReadLimits &limits) {
   try {
-    return BinReader(bytes, name, limits).read();
+    Graph g = BinReader(bytes, name, limits).read();
+    if (limits.producerForms) normalizeProducerForms(g); // tinygrad 0.14.0's forms (IR/ProducerForms.h)
+    return g;
   } catch (const Error &) {
     throw;
   } catch (const std::bad_alloc &) {

@@ -17,6 +17,10 @@ struct ReadLimits {
   size_t maxSrcs = 1u << 20;      ///< sources of one node
   unsigned maxArgDepth = 64;      ///< nesting of arg tuples/records
   size_t maxArgItems = 1u << 24;  ///< elements of one arg tuple
+  size_t maxFileBytes = size_t(4) << 30; ///< readGraphFile: the most bytes of a file (checked before reading it whole)
+  /// Rewrite tinygrad 0.14.0's forms to format v1's (IR/ProducerForms.h). Off only where a test needs the
+  /// document exactly as written.
+  bool producerForms = true;
 };
 
 /// Reads a JSON or .uopb document (detected by content). `name` is used in messages.

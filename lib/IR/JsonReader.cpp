@@ -6,6 +6,7 @@
 #include "IR/Error.h"
 #include "IR/GraphIO.h"
 #include "IR/GraphIOInternal.h"
+#include "IR/ProducerForms.h"
 #include "IR/Records.h"
 
 #include <nlohmann/json.hpp>
@@ -715,7 +716,9 @@ Graph readGraphJson(std::string_view text, std::string_view name, const ReadLimi
   try {
     Reader r(name, limits, text.size());
     json::sax_parse(text.data(), text.data() + text.size(), &r);
-    return r.finish();
+    Graph g = r.finish();
+    if (limits.producerForms) normalizeProducerForms(g); // tinygrad 0.14.0's forms (IR/ProducerForms.h)
+    return g;
   } catch (const Error &) {
     throw;
   } catch (const nlohmann::json::exception &e) {

@@ -27,7 +27,8 @@ constexpr DTypeRow kDTypes[] = {
 constexpr unsigned kNumDTypes = sizeof(kDTypes) / sizeof(kDTypes[0]);
 
 constexpr std::string_view kAxisTypes[] = {"GLOBAL", "WARP",   "LOCAL",  "LOOP",   "GROUP_REDUCE",
-                                           "REDUCE", "UPCAST", "UNROLL", "THREAD", "PLACEHOLDER"};
+                                           "REDUCE", "UPCAST", "UNROLL", "THREAD", "PLACEHOLDER",
+                                           "DEVICE", "WEAK"};
 constexpr std::string_view kAddrSpaces[] = {"GLOBAL", "LOCAL", "REG", "ALU"};
 
 template <typename E, size_t N> std::optional<E> lookup(const std::string_view (&names)[N], std::string_view s) {

@@ -62,8 +62,10 @@ inline bool isUnsigned(DType dt) { return dtypeKind(dt) == DTypeKind::UInt; }
 inline bool isFloat(DType dt) { return dtypeKind(dt) == DTypeKind::Float; }
 inline bool isBool(DType dt) { return dt == DType::Bool; }
 
-/// tinygrad's AxisType (the arg of RANGE).
-enum class AxisType : uint8_t { GLOBAL, WARP, LOCAL, LOOP, GROUP_REDUCE, REDUCE, UPCAST, UNROLL, THREAD, PLACEHOLDER };
+/// tinygrad's AxisType (the arg of RANGE). DEVICE and WEAK are tinygrad 0.14.0's (DEVICE: the range over a
+/// multi-device value's devices); they come last so the .uopb codes of the others stay as they were.
+enum class AxisType : uint8_t { GLOBAL, WARP, LOCAL, LOOP, GROUP_REDUCE, REDUCE, UPCAST, UNROLL, THREAD, PLACEHOLDER,
+                                DEVICE, WEAK };
 std::string_view axisTypeName(AxisType a);
 std::optional<AxisType> axisTypeFromName(std::string_view name);
 

@@ -470,6 +470,20 @@ std::vector<std::string> graphVariables(const Graph &g) {
   return names;
 }
 
+std::map<std::string, std::string> graphVariableAliases(const Graph &g) {
+  std::vector<std::string> names = graphVariables(g);
+  std::map<std::string, std::string> aliases;
+  for (const UOp *u : toposort(g.root)) {
+    if (u->op != Op::PARAM || !interp::isScalarParam(u)) continue;
+    ParamArg pa = ParamArg::decode(u->arg);
+    if (pa.slot < 0 || !pa.name) continue;
+    std::string positional = "p" + std::to_string(pa.slot);
+    if (positional != *pa.name && std::find(names.begin(), names.end(), positional) == names.end())
+      aliases.emplace(positional, *pa.name);
+  }
+  return aliases;
+}
+
 InterpOutputs interpret(const Graph &g, const InterpInputs &inputs) {
   interp::Evaluator ev(g, inputs.vars);
   ev.declareSlots();

@@ -40,6 +40,9 @@ std::vector<SlotInfo> bufferSlots(const Graph &g, const std::map<std::string, in
 
 /// The names of the symbolic variables (scalar PARAMs with slot >= 0) reachable from the root.
 std::vector<std::string> graphVariables(const Graph &g);
+/// tinygrad 0.14.0's positional names of those variables: "p<slot>" -> the variable's name, for each one whose
+/// name differs and whose p<slot> no other variable has (uopc-run --var accepts either).
+std::map<std::string, std::string> graphVariableAliases(const Graph &g);
 
 /// Evaluates the graph once. Throws Error for a graph it cannot evaluate, naming the node
 /// ("node 12 (THREEFRY): ..."), and for inputs of the wrong size.

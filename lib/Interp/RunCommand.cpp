@@ -72,12 +72,19 @@ void runInterpret(const RunRequest &req) {
   runPipeline(g, pipeline, pm, std::cout, std::cerr);
 
   std::vector<std::string> known = graphVariables(g);
-  for (const auto &[name, value] : req.vars)
+  std::map<std::string, std::string> aliases = graphVariableAliases(g); // p<slot> -> name (tinygrad 0.14.0)
+  std::map<std::string, int64_t> vars;
+  for (const auto &[given, value] : req.vars) {
+    auto a = aliases.find(given);
+    const std::string &name = a == aliases.end() ? given : a->second;
     if (std::find(known.begin(), known.end(), name) == known.end())
-      fail("--var " + name + ": the graph has no variable named '" + name + "'");
+      fail("--var " + given + ": the graph has no variable named '" + given + "'");
+    if (!vars.emplace(name, value).second)
+      fail("--var " + given + ": variable '" + name + "' is given twice (by its name and by its p<slot> name)");
+  }
 
   std::map<int64_t, SlotInfo> slots;
-  for (const SlotInfo &s : bufferSlots(g, req.vars)) slots[s.slot] = s;
+  for (const SlotInfo &s : bufferSlots(g, vars)) slots[s.slot] = s;
   auto slotOf = [&](int64_t slot, size_t files, const char *flag) -> const SlotInfo & {
     auto it = slots.find(slot);
     if (it == slots.end()) fail(std::string(flag) + " " + std::to_string(slot) + ": the graph has no buffer slot " + std::to_string(slot));
@@ -89,7 +96,7 @@ void runInterpret(const RunRequest &req) {
   };
 
   InterpInputs in;
-  in.vars = req.vars;
+  in.vars = vars;
   for (const auto &[slot, files] : req.inputFiles) {
     const SlotInfo &info = slotOf(slot, files.size(), "--input");
     std::vector<std::string> bytes;

@@ -164,16 +164,20 @@ TEST_CASE("corpus graphs read and round-trip through JSON and .uopb", "[io][corp
     return;
   }
   size_t exactText = 0;
+  // The documents as written: without the rewrite of 0.14.0 forms, which also commits the few weak
+  // constants of d1c3ae0f91 graphs (ProducerFormsTest covers that form).
+  ReadLimits raw;
+  raw.producerForms = false;
   for (const fs::path &p : files) {
     INFO("corpus file " << p.string());
     std::string text = slurp(p);
-    Graph g = readGraphFile(p.string());
+    Graph g = readGraphFile(p.string(), raw);
     REQUIRE(g.root != nullptr);
     CHECK(g.producerJson.find("\"tinygrad\"") != std::string::npos);
 
     // JSON -> write -> read
     std::string j1 = writeGraphJson(g);
-    Graph g2 = readGraphJson(j1, "rewritten");
+    Graph g2 = readGraphJson(j1, "rewritten", raw);
     std::string why;
     CHECK(sameGraph(g, g2, &why));
     INFO(why);
@@ -191,12 +195,12 @@ TEST_CASE("corpus graphs read and round-trip through JSON and .uopb", "[io][corp
     // JSON -> uopb -> read
     std::string b1 = writeGraphBinary(g);
     REQUIRE(looksBinary(b1));
-    Graph gb = readGraph(b1, "bin");
+    Graph gb = readGraph(b1, "bin", raw);
     CHECK(sameGraph(g, gb, &why));
     INFO(why);
     CHECK(writeGraphBinary(gb) == b1);
     // uopb -> JSON -> uopb is byte identical
-    Graph gj = readGraph(writeGraphJson(gb), "bin-json");
+    Graph gj = readGraph(writeGraphJson(gb), "bin-json", raw);
     CHECK(writeGraphBinary(gj) == b1);
     CHECK(writeGraphJson(gb) == j1);
     CHECK(b1.size() < text.size());

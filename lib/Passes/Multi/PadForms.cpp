@@ -3,6 +3,7 @@
 
 #include "IR/Error.h"
 #include "IR/Records.h"
+#include "IR/ProducerForms.h"
 
 #include <cmath>
 #include <limits>
@@ -63,16 +64,8 @@ const UOp *zeroFilledPad(Context &ctx, const UOp *x, const Shape &xshape, const 
   return ctx.make(Op::WHERE, x->dtype, {padMask(ctx, x->dtype, xshape, off, size), padded, constOf(ctx, x->dtype, 0)});
 }
 
-const UOp *deviceNum(Context &ctx, int64_t ndev) {
-  ParamArg p;
-  p.slot = -1;
-  p.dtype = DType::WeakInt;
-  p.vminVmax = {0, ndev - 1};
-  p.multipleOf = 1;
-  p.name = "_device_num";
-  p.addrspace = AddrSpace::ALU;
-  return ctx.make(Op::PARAM, DType::WeakInt, {ctx.make(Op::STACK, DType::Void)}, p.encode(ctx));
-}
+// the same node the reader makes of a 0.14.0 DEVICE range (IR/ProducerForms.h)
+const UOp *deviceNum(Context &ctx, int64_t ndev) { return deviceNumParam(ctx, ndev); }
 
 static std::optional<int64_t> cint(const UOp *u) {
   if (u->op == Op::CONST && u->arg && u->arg->isInt()) return u->arg->i();
