@@ -88,6 +88,27 @@ V gatedGivenValid(S &s) {
   return s["cond"].where(s.wrap(nx), s["i"]);
 }
 
+/// !(c1 & ... & cn) | ... | (d1 & ... & dm) with every d among the c: the second term holds whenever the
+/// first does not, so the OR is true. This is the validity reduce-identity leaves when a zero-filled pad's
+/// mask (the c) is split into its reduced and kept clauses (the d): padred_plus_one_sum's store is then
+/// unconditional and the schedule can prove it covers its buffer.
+V orOfImplied(S &s) {
+  std::vector<const UOp *> terms = splitUOp(s["o"], Op::OR);
+  for (const UOp *t : terms) {
+    if (t->op != Op::CMPNE || t->nsrc != 2 || t->src(1)->op != Op::CONST || t->src(1)->dtype != DType::Bool ||
+        !t->src(1)->arg || t->src(1)->arg->kind != ArgKind::Bool || !t->src(1)->arg->b())
+      continue;
+    std::vector<const UOp *> cs = splitUOp(t->src(0), Op::AND);
+    for (const UOp *q : terms) {
+      if (q == t) continue;
+      std::vector<const UOp *> ds = splitUOp(q, Op::AND);
+      if (std::all_of(ds.begin(), ds.end(), [&](const UOp *d) { return std::find(cs.begin(), cs.end(), d) != cs.end(); }))
+        return s.wrap(s.ctx().constBool(true));
+    }
+  }
+  return nullptr;
+}
+
 } // namespace
 
 const UOp *uopGivenValid(SymbolicCtx &sc, Context &ctx, const UOp *valid, const UOp *u, bool trySimplex) {
@@ -182,6 +203,7 @@ const RuleSet &simplifyValidRulesImpl() {
   static const RuleSet rules{
       srule(pat(Op::AND).dtype(DType::Bool).named("valid"), simplifyValid), // a&b&c: each clause under the others
       srule(where(var("cond"), var("x"), invalidPat("i")), gatedGivenValid),            // c?x:I -> c?(x given c):I
+      srule(pat(Op::OR).dtype(DType::Bool).named("o"), orOfImplied), // !(a&b) | b -> true
   };
   return rules;
 }
