@@ -13,6 +13,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <fstream>
 #include <new>
 #include <unordered_map>
@@ -379,21 +382,45 @@ Graph readGraph(std::string_view bytes, std::string_view name, const ReadLimits 
 Graph readGraphFile(const std::string &path, const ReadLimits &limits) {
   std::string data;
   try {
-    std::FILE *f = std::fopen(path.c_str(), "rb");
-    if (!f) fail(path + ": cannot open: " + std::strerror(errno));
+    // Bounded: a regular file's size is checked before it is read; other files (a pipe) are read up to
+    // the limit; a device (/dev/zero) is refused; and the first bytes must begin a document.
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) fail(path + ": cannot open: " + std::strerror(errno));
     struct Closer {
-      std::FILE *f;
-      ~Closer() { std::fclose(f); }
-    } closer{f};
-    if (std::fseek(f, 0, SEEK_END) == 0) {
-      long size = std::ftell(f);
-      if (size > 0) data.reserve(static_cast<size_t>(size));
-      std::rewind(f);
+      int fd;
+      ~Closer() { ::close(fd); }
+    } closer{fd};
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) fail(path + ": cannot read: " + std::strerror(errno));
+    if (S_ISDIR(st.st_mode)) fail(path + ": is a directory");
+    if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode) && !S_ISSOCK(st.st_mode))
+      fail(path + ": is not a regular file or a pipe");
+    if (S_ISREG(st.st_mode)) {
+      if (static_cast<uint64_t>(st.st_size) > limits.maxFileBytes)
+        fail(path + ": is " + std::to_string(st.st_size) + " bytes, more than the limit of " +
+             std::to_string(limits.maxFileBytes) + " bytes for a graph document");
+      data.reserve(static_cast<size_t>(st.st_size));
     }
     char buf[1 << 16];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) data.append(buf, n);
-    if (std::ferror(f)) fail(path + ": cannot read: " + std::strerror(errno));
+    bool checkedStart = false;
+    for (;;) {
+      ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) fail(path + ": cannot read: " + std::strerror(errno));
+      if (n == 0) break;
+      if (data.size() + static_cast<size_t>(n) > limits.maxFileBytes)
+        fail(path + ": more than the limit of " + std::to_string(limits.maxFileBytes) + " bytes for a graph document");
+      data.append(buf, static_cast<size_t>(n));
+      if (!checkedStart) {
+        // a document starts with the .uopb magic or (JSON) with '{' after white space
+        size_t i = data.find_first_not_of(" \t\r\n");
+        if (i == std::string::npos && data.size() < 4096) continue;
+        if (i == std::string::npos || (data[i] != '{' && data.compare(0, 4, "UOPB") != 0 && data.size() >= 4))
+          fail(path + ": not a graph document (neither JSON nor .uopb)");
+        if (data[i] != '{' && data.size() < 4) continue;
+        checkedStart = true;
+      }
+    }
   } catch (const std::bad_alloc &) {
     fail(path + ": out of memory reading the file");
   }

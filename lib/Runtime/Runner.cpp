@@ -40,13 +40,39 @@ using Json = nlohmann::json;
 
 namespace {
 
-std::string readWhole(const std::string &path, const std::string &what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot read " + what + " '" + path + "'");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) fail("error while reading " + what + " '" + path + "'");
-  return ss.str();
+/// Reads a whole file of at most `maxBytes` (checked before reading a regular file; a pipe is read up to
+/// the limit); devices such as /dev/zero are refused. Over the limit: an error that says how large the
+/// file is (regular files) or that it is larger.
+std::string readWhole(const std::string &path, const std::string &what, uint64_t maxBytes = uint64_t(1) << 30) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail("cannot read " + what + " '" + path + "': " + std::strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) fail("cannot read " + what + " '" + path + "': " + std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) fail("cannot read " + what + " '" + path + "': it is a directory");
+  if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode) && !S_ISSOCK(st.st_mode))
+    fail("cannot read " + what + " '" + path + "': not a regular file or a pipe");
+  std::string data;
+  if (S_ISREG(st.st_mode)) {
+    if (static_cast<uint64_t>(st.st_size) > maxBytes)
+      fail(what + " '" + path + "' has " + std::to_string(st.st_size) + " bytes, more than the " +
+           std::to_string(maxBytes) + " expected");
+    data.reserve(static_cast<size_t>(st.st_size));
+  }
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail("error while reading " + what + " '" + path + "': " + std::strerror(errno));
+    if (n == 0) break;
+    if (data.size() + static_cast<uint64_t>(n) > maxBytes)
+      fail(what + " '" + path + "' has more than the " + std::to_string(maxBytes) + " bytes expected");
+    data.append(buf, static_cast<size_t>(n));
+  }
+  return data;
 }
 
 void writeWhole(const std::string &path, const void *data, size_t n) {
@@ -951,7 +977,7 @@ void runManifest(const ManifestRunRequest &req, std::ostream &out) {
   for (const auto &[slot, files] : req.inputFiles) {
     const Param &q = paramFor(slot, files.size(), "--input");
     for (const std::string &f : files) {
-      inputs[slot].push_back(readWhole(f, "input file"));
+      inputs[slot].push_back(readWhole(f, "input file", static_cast<uint64_t>(q.bytes)));
       if (static_cast<int64_t>(inputs[slot].back().size()) != q.bytes)
         fail("--input " + std::to_string(slot) + ": '" + f + "' has " + std::to_string(inputs[slot].back().size()) +
              " bytes, but slot " + std::to_string(slot) + " holds " + std::to_string(q.bytes) + " bytes (" + q.dtype +

@@ -20,6 +20,8 @@
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/TargetParser/Host.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -64,11 +66,16 @@ llvm::TargetMachine *nvptxMachine(const std::string &arch) {
   std::string error;
   const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
   if (!target) fail("PTX target: LLVM has no NVPTX backend: " + error);
+  // Checked before LLVM sees the name: given "help" (or an unknown name) as the CPU, LLVM prints its
+  // processor list (or a warning per use) to stderr instead of failing.
+  std::unique_ptr<llvm::MCSubtargetInfo> sti(target->createMCSubtargetInfo(triple, "", ""));
+  bool plain = !arch.empty() && arch.size() <= 32 &&
+               std::all_of(arch.begin(), arch.end(), [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; });
+  if (!plain || !sti || arch == "help" || !sti->isCPUStringValid(arch))
+    fail("PTX target: unknown GPU architecture '" + arch + "' (LLVM 19's NVPTX knows sm_30 ... sm_90a)");
   std::unique_ptr<llvm::TargetMachine> tm(
       target->createTargetMachine(triple, arch, "", llvm::TargetOptions(), std::nullopt));
   if (!tm) fail("PTX target: cannot create an NVPTX target machine for " + arch);
-  if (!tm->getMCSubtargetInfo()->isCPUStringValid(arch))
-    fail("PTX target: unknown GPU architecture '" + arch + "' (LLVM 19's NVPTX knows sm_30 ... sm_90a)");
   return machines.emplace(arch, std::move(tm)).first->second.get();
 }
 
