@@ -19,6 +19,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -93,6 +94,7 @@ struct BackendOptions {
   bool allowCustom = false;     ///< C target: render CUSTOM ops (their C is pasted into the kernel)
   bool gridOnHost = false;      ///< LLVM target: run the GPU thread mapping on the host
   std::string gpuArch = "sm_80"; ///< PTX target
+  std::string cpu = "native";    ///< C and LLVM targets: the CPU the kernels are built for
 };
 
 /// A kernel body without its KernelInfo (the kernel's name) and with its RANGEs renumbered 0, 1, ... in
@@ -142,6 +144,7 @@ void emitKernels(Graph &g, const Schedule &s, const std::string &target, const B
     }
     LLVMEmitOptions lo;
     lo.gpuArch = opts.gpuArch;
+    lo.cpu = opts.cpu;
     lo.mapping = target == "ptx"    ? LLVMEmitOptions::Mapping::PTX
                  : opts.gridOnHost ? LLVMEmitOptions::Mapping::GridOnHost
                                    : LLVMEmitOptions::Mapping::Loops;
@@ -153,6 +156,15 @@ void emitKernels(Graph &g, const Schedule &s, const std::string &target, const B
     }
     if (out) out->write(a.file, (target == "ptx" ? k.ptx + "// " : k.ir + "; ") + kernelSignature(st.call) + "\n");
   }
+}
+
+/// --cpu: a name that is safe as a compiler flag's value; the LLVM target also asks LLVM whether it knows it.
+void checkCpuName(const std::string &cpu, const std::string &target) {
+  bool ok = !cpu.empty() && cpu.size() <= 64 && cpu[0] != '-';
+  for (char ch : cpu) ok &= std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.';
+  if (!ok) fail("--cpu '" + cpu + "' is not a CPU name (letters, digits, '-', '_', '.')");
+  if (target == "ptx" && cpu != "native") fail("--cpu is for the C and LLVM targets (the PTX target takes --gpu-arch)");
+  if (target == "llvm" && cpu != "native") checkHostCpu(cpu);
 }
 
 /// `uopc --stats`: the work model of every kernel step, the total, and the tensor-level work.
@@ -218,6 +230,10 @@ int compileMain(int argc, char **argv) {
   app.add_option("--target", target, "Kernel language: c (default), llvm (IR, run through ORC) or ptx (NVPTX)")
       ->check(CLI::IsMember({"c", "llvm", "ptx"}));
   app.add_option("--gpu-arch", backend.gpuArch, "PTX target: the GPU architecture (default sm_80)");
+  app.add_option("--cpu", backend.cpu,
+                 "C and LLVM targets: the CPU the kernels are built for, recorded in the manifest (uopc-run "
+                 "compiles C with -march=CPU, the LLVM JIT targets it): native (default: the machine that "
+                 "runs them), x86-64-v2, x86-64-v3, skylake, ...");
   app.add_flag("--allow-custom", backend.allowCustom,
                "C target: render CUSTOM ops, whose C source comes from the graph (refused otherwise)");
   app.add_flag("--grid-on-host", backend.gridOnHost,
@@ -272,6 +288,7 @@ int compileMain(int argc, char **argv) {
     // Refuse before doing any work what cannot be produced: no partial output either way.
     if (backend.gridOnHost && target != "llvm") fail("--grid-on-host needs --target llvm");
     if (target == "ptx") checkGpuArch(backend.gpuArch);
+    checkCpuName(backend.cpu, target);
     spdlog::info("reading {}", input);
     Graph g = readGraphFile(input);
     spdlog::info("running {} passes", pipeline.size());
@@ -291,7 +308,7 @@ int compileMain(int argc, char **argv) {
         if (s.steps[i].kind == SchedStep::Kind::Kernel) artifacts[i] = defaultArtifact(s, s.steps[i], extension(target));
       if (emit == "kernels") emitKernels(g, s, target, backend, artifacts, &out);
       else if (target == "ptx" || backend.gridOnHost) emitKernels(g, s, target, backend, artifacts, nullptr);
-      out.write("manifest.json", manifestJson(s, target, artifacts));
+      out.write("manifest.json", manifestJson(s, target, artifacts, backend.cpu));
       if (stats) printStats(s, tensor, std::cout);
     }
     out.commit();

@@ -1,6 +1,7 @@
 //===- Manifest.cpp - out/manifest.json from a Schedule -------------------===//
 #include "Driver/Manifest.h"
 
+#include "IR/Records.h"
 #include "IR/Work.h"
 
 #include <nlohmann/json.hpp>
@@ -52,11 +53,13 @@ Json deviceNames(const Schedule &s, const std::vector<size_t> &devs) {
 
 } // namespace
 
-std::string manifestJson(const Schedule &s, std::string_view target, const std::vector<KernelArtifact> &artifacts) {
+std::string manifestJson(const Schedule &s, std::string_view target, const std::vector<KernelArtifact> &artifacts,
+                         std::string_view cpu) {
   Json m;
   m["format"] = "uopc-manifest";
   m["version"] = 1;
   m["target"] = std::string(target);
+  if (target != "ptx") m["cpu"] = std::string(cpu);
   Json devices = Json::array();
   for (size_t d = 0; d < s.devices.size(); ++d)
     devices.push_back({{"name", s.devices[d]}, {"dir", s.deviceDirs[d]}, {"arena_bytes", s.arenaBytes[d]}});
@@ -73,6 +76,9 @@ std::string manifestJson(const Schedule &s, std::string_view target, const std::
       j["bytes"] = b.bytes();
       j["devices"] = deviceNames(s, b.devices);
       j["role"] = b.role;
+      // the PARAM's name (uopc_tinygrad.export fills it in): uopc-run --inputs/--outputs bind tensors by it
+      if (b.node && b.node->arg && b.node->arg->kind == ArgKind::Record)
+        if (std::optional<std::string> name = ParamArg::decode(b.node->arg).name) j["name"] = *name;
       params.push_back(j);
       continue;
     }
@@ -114,6 +120,7 @@ std::string manifestJson(const Schedule &s, std::string_view target, const std::
       j["vars"] = st.vars;
       if (artifacts.at(i).global) j["global"] = *artifacts.at(i).global;
       if (artifacts.at(i).local) j["local"] = *artifacts.at(i).local;
+      j["estimates"] = estimatesJson(kernelWork(s.kernels[st.kernel].call->src(0)));
     }
     steps.push_back(j);
   }

@@ -29,6 +29,8 @@ struct KernelArtifact {
 KernelArtifact defaultArtifact(const Schedule &s, const SchedStep &step, std::string_view ext);
 
 /// The manifest text. `artifacts` has one entry per step (ignored for copies).
-std::string manifestJson(const Schedule &s, std::string_view target, const std::vector<KernelArtifact> &artifacts);
+/// `cpu` (C and LLVM targets): the CPU the kernels are to be built for, `uopc --cpu`.
+std::string manifestJson(const Schedule &s, std::string_view target, const std::vector<KernelArtifact> &artifacts,
+                         std::string_view cpu = "native");
 
 } // namespace uopc

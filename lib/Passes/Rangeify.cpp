@@ -475,7 +475,7 @@ void runRangeify(Graph &g) {
     if (n > 1) {
       int64_t limit = satMul(*numel, n);
       bool recompute = cost && *cost <= kMaxRecompute &&
-                       (cheap && (within(outWork, limit) || within(outKernelWork, limit)) ||
+                       ((cheap && (within(outWork, limit) || within(outKernelWork, limit))) ||
                         (bounded && (within(tripWork, limit) || within(tripKernelWork, limit))));
       return recompute || threefry || tiny;
     }

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <array>
 #include <climits>
 #include <chrono>
@@ -231,6 +232,7 @@ struct Step {
 struct Manifest {
   fs::path dir;
   std::string target = "c";
+  std::string cpu = "native"; ///< -march= for C kernels, the JIT's CPU for LLVM ones
   std::vector<std::string> devices;
   std::vector<int64_t> arenaBytes;
   std::vector<Param> params;
@@ -428,6 +430,13 @@ struct Manifest {
     if (!m.is_object() || m.value("format", "") != "uopc-manifest") fail("'" + path + "' is not a uopc manifest");
     if (m.value("version", 0) != 1) fail("manifest '" + path + "': unsupported version (this uopc-run reads version 1)");
     target = strField(m, "target", "manifest");
+    // the CPU the kernels are built for (uopc --cpu; manifests before it: this machine's)
+    if (m.contains("cpu")) {
+      cpu = strField(m, "cpu", "manifest");
+      bool ok = !cpu.empty() && cpu.size() <= 64 && cpu[0] != '-';
+      for (char ch : cpu) ok &= std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.';
+      if (!ok) fail("manifest '" + path + "': cpu '" + cpu + "' is not a CPU name (letters, digits, '-', '_', '.')");
+    }
     if (target != "c" && target != "llvm" && target != "ptx")
       fail("manifest '" + path + "': target '" + target + "' cannot run here (only 'c', 'llvm' and 'ptx' are supported)");
     for (const Json &d : arrField(m, "devices", "manifest")) {
@@ -685,6 +694,7 @@ private:
     h.add("uopc-run kernels v1");
     h.add(cc);
     for (const char *f : kKernelCFlags) h.add(f);
+    h.add("-march=" + m_.cpu);
     h.add(entry);
     for (const std::string &f : files) {
       h.add(f);
@@ -710,7 +720,7 @@ private:
 
   /// Target llvm: every `.ll` module into one ORC JIT, one compiled trampoline per kernel step.
   void jitCompile(const std::vector<std::string> &files) {
-    jit_ = std::make_unique<KernelJit>();
+    jit_ = std::make_unique<KernelJit>(m_.cpu);
     for (const std::string &f : files) jit_->addModule(readWhole((m_.dir / f).string(), "kernel module"), f);
     for (size_t i = 0; i < m_.steps.size(); ++i) {
       const Step &s = m_.steps[i];
@@ -734,6 +744,7 @@ private:
     writeNewFile(entryC.string(), entry);
     std::vector<std::string> argv{cCompiler()};
     for (const char *f : kKernelCFlags) argv.push_back(f);
+    argv.push_back("-march=" + m_.cpu);
     argv.push_back("-o");
     argv.push_back(tmpSo.string());
     for (const std::string &f : files) argv.push_back((m_.dir / f).string());

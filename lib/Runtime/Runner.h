@@ -29,7 +29,12 @@ struct ManifestRunRequest {
 /// The compiler command: $UOPC_CC, else "cc".
 std::string cCompiler();
 /// The flags every kernel is compiled with.
-inline constexpr const char *kKernelCFlags[] = {"-O2", "-std=c11", "-shared", "-fPIC"};
+/// C kernels are built for the CPU the manifest names (`uopc --cpu`, default native: -march=native), at
+/// -O3, without errno for math functions (so sqrtf and friends inline) and without trapping math (so
+/// `a < b ? b : a` becomes maxps instead of a branch: only floating-point exception flags differ), with
+/// floating-point contraction left off (-std=c11): the same rounding as the LLVM target.
+inline constexpr const char *kKernelCFlags[] = {"-O3",           "-std=c11", "-shared", "-fPIC", "-fno-math-errno",
+                                                "-fno-trapping-math"};
 /// The cache directory of compiled kernels: $XDG_CACHE_HOME/uopc, else $HOME/.cache/uopc, else (no home)
 /// the per-user $TMPDIR/uopc-cache-<uid> (TMPDIR defaulting to /tmp). Before use it is created
 /// 0700 when missing and refused unless it is this user's directory, writable by no one else; a cached

@@ -14,8 +14,9 @@ class KernelJit {
 public:
   using Entry = void (*)(void **bufs, const int64_t *vars);
 
-  /// Starts a JIT for this machine. Throws uopc::Error when LLVM cannot.
-  KernelJit();
+  /// Starts a JIT for this machine, generating code for `cpu` ("native": this machine's CPU and
+  /// features; else a CPU name LLVM knows, e.g. from a manifest compiled with --cpu). Throws uopc::Error.
+  explicit KernelJit(const std::string &cpu = "native");
   ~KernelJit();
   KernelJit(const KernelJit &) = delete;
   KernelJit &operator=(const KernelJit &) = delete;

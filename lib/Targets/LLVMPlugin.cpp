@@ -59,12 +59,15 @@ EmittedLLVMKernel emitLLVMKernel(Context &ctx, const UOp *kernelCall, int64_t de
 }
 
 void checkGpuArch(const std::string &arch) { llvmPlugin().checkGpuArch(arch); }
+void checkHostCpu(const std::string &cpu) { llvmPlugin().checkHostCpu(cpu); }
 
 struct KernelJit::Impl {
   void *engine = nullptr;
 };
 
-KernelJit::KernelJit() : impl(std::make_unique<Impl>()) { impl->engine = llvmPlugin().jitCreate(); }
+KernelJit::KernelJit(const std::string &cpu) : impl(std::make_unique<Impl>()) {
+  impl->engine = llvmPlugin().jitCreate(cpu);
+}
 
 KernelJit::~KernelJit() {
   if (impl->engine) llvmPlugin().jitDestroy(impl->engine);

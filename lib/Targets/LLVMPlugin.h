@@ -21,7 +21,8 @@ struct LLVMPluginApi {
   int version = kVersion;
   EmittedLLVMKernel (*emit)(Context &, const UOp *, int64_t, std::string_view, const LLVMEmitOptions &) = nullptr;
   void (*checkGpuArch)(const std::string &) = nullptr;
-  void *(*jitCreate)() = nullptr;
+  void (*checkHostCpu)(const std::string &) = nullptr;
+  void *(*jitCreate)(const std::string &cpu) = nullptr;
   void (*jitDestroy)(void *) = nullptr;
   void (*jitAddModule)(void *, const std::string &, const std::string &) = nullptr;
   KernelJit::Entry (*jitEntry)(void *, const std::string &, size_t, size_t) = nullptr;

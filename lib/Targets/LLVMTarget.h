@@ -49,6 +49,7 @@ struct LLVMEmitOptions {
   Mapping mapping = Mapping::Loops;
   bool optimize = true;       ///< false: the module as built (verified, not optimized), for reading
   std::string gpuArch = "sm_80"; ///< the NVPTX processor (PTX only)
+  std::string cpu = "native";    ///< the host CPU the module is optimized for (host code only: `--cpu`)
 };
 
 /// A GPU launch: blocks per grid and threads per block (CUDA gridDim / blockDim).
@@ -71,5 +72,7 @@ EmittedLLVMKernel emitLLVMKernel(Context &ctx, const UOp *kernelCall, int64_t de
 
 /// Throws uopc::Error unless `arch` names a processor LLVM's NVPTX backend knows (sm_50 ... sm_90a).
 void checkGpuArch(const std::string &arch);
+/// Throws uopc::Error unless LLVM knows `cpu` as a CPU of this machine's architecture (`--cpu`).
+void checkHostCpu(const std::string &cpu);
 
 } // namespace uopc

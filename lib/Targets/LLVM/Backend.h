@@ -12,11 +12,12 @@ namespace uopc::llvmbackend {
 EmittedLLVMKernel emitKernel(Context &ctx, const UOp *kernelCall, int64_t deviceNum, std::string_view name,
                              const LLVMEmitOptions &options);
 void checkGpuArch(const std::string &arch);
+void checkHostCpu(const std::string &cpu);
 
 /// One ORC LLJIT for the host (KernelJit's engine).
 class JitEngine {
 public:
-  JitEngine();
+  explicit JitEngine(const std::string &cpu);
   ~JitEngine();
   void addModule(const std::string &irText, const std::string &what);
   KernelJit::Entry entry(const std::string &symbol, size_t nbufs, size_t nvars);

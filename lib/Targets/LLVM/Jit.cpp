@@ -3,6 +3,7 @@
 #include "Targets/LLVM/Backend.h"
 
 #include "IR/Error.h"
+#include "Targets/LLVM/Machines.h"
 
 #include <llvm/AsmParser/Parser.h>
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
@@ -17,6 +18,7 @@
 #include <llvm/Support/SourceMgr.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
+#include <llvm/TargetParser/SubtargetFeature.h>
 
 #include <mutex>
 
@@ -36,7 +38,7 @@ struct JitEngine::Impl {
   size_t entries = 0;
 };
 
-JitEngine::JitEngine() : impl(std::make_unique<Impl>()) {
+JitEngine::JitEngine(const std::string &cpu) : impl(std::make_unique<Impl>()) {
   static std::once_flag once;
   std::call_once(once, [] {
     llvm::InitializeNativeTarget();
@@ -45,6 +47,11 @@ JitEngine::JitEngine() : impl(std::make_unique<Impl>()) {
   });
   auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!jtmb) fail("LLVM JIT: cannot target this machine: " + message(jtmb.takeError()));
+  if (cpu != "native") {
+    hostMachine(cpu); // refuses a CPU LLVM does not know
+    jtmb->setCPU(cpu);
+    jtmb->getFeatures() = llvm::SubtargetFeatures(); // that CPU's own features, not this machine's
+  }
   jtmb->setCodeGenOptLevel(llvm::CodeGenOptLevel::Default);
   auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(*jtmb)).create();
   if (!jit) fail("LLVM JIT: cannot start: " + message(jit.takeError()));

@@ -268,7 +268,7 @@ struct Emitter {
     llvm::Function *f = llvm::Intrinsic::getDeclaration(&mod, id, {args[0]->getType()});
     return b.CreateCall(f, args);
   }
-  /// exp2, log2, sin and pow of doubles: LLVM's intrinsics (libm) on the host, libdevice on NVPTX.
+  /// exp2, log2, sin and pow: LLVM's intrinsics (libm) on the host, libdevice's double functions on NVPTX.
   Value *math(const UOp *u, llvm::Intrinsic::ID id, std::vector<Value *> args) {
     if (mapping != Mapping::PTX) return intrinsic(id, args);
     const char *name = id == llvm::Intrinsic::exp2  ? "__nv_exp2"
@@ -659,8 +659,11 @@ struct Emitter {
   Value *floatAlu(const UOp *u, Op op, DType out, DType in, const std::vector<Value *> &a) {
     bool dbl = !isSingle(in);
     llvm::Type *C = computeType(in), *D = b.getDoubleTy();
+    // single precision on the host: the float intrinsics (libm's exp2f, ...), as the C target; on NVPTX
+    // through libdevice's double functions
+    bool hostSingle = !dbl && mapping != Mapping::PTX;
     auto libm = [&](llvm::Intrinsic::ID id) {
-      if (dbl) return math(u, id, {a[0]});
+      if (dbl || hostSingle) return math(u, id, {a[0]});
       return b.CreateFPTrunc(math(u, id, {b.CreateFPExt(a[0], D)}), C);
     };
     auto viaDouble = [&](auto f) {
@@ -686,7 +689,10 @@ struct Emitter {
     case Op::EXP2: e = libm(llvm::Intrinsic::exp2); break;
     case Op::LOG2: e = libm(llvm::Intrinsic::log2); break;
     case Op::SIN: e = libm(llvm::Intrinsic::sin); break;
-    case Op::POW: e = viaDouble([&](Value *x, Value *y) { return math(u, llvm::Intrinsic::pow, {x, y}); }); break;
+    case Op::POW:
+      e = hostSingle ? math(u, llvm::Intrinsic::pow, {a[0], a[1]})
+                     : viaDouble([&](Value *x, Value *y) { return math(u, llvm::Intrinsic::pow, {x, y}); });
+      break;
     case Op::FLOORDIV: case Op::CDIV:
       e = viaDouble([&](Value *x, Value *y) {
         Value *q = intrinsic(op == Op::FLOORDIV ? llvm::Intrinsic::floor : llvm::Intrinsic::trunc, {b.CreateFDiv(x, y)});
@@ -994,6 +1000,7 @@ std::string describeLoops(const UOp *sink) {
 namespace llvmbackend {
 
 void checkGpuArch(const std::string &arch) { nvptxMachine(arch); }
+void checkHostCpu(const std::string &cpu) { hostMachine(cpu); }
 
 EmittedLLVMKernel emitKernel(Context &ctx, const UOp *call, int64_t deviceNum, std::string_view name,
                              const LLVMEmitOptions &options) {
@@ -1002,7 +1009,7 @@ EmittedLLVMKernel emitKernel(Context &ctx, const UOp *call, int64_t deviceNum, s
   if (body->op == Op::COPY) failAt(call, "a copy is not a kernel: the runner performs it");
   if (body->op != Op::SINK) failAt(call, "the called body is not a kernel SINK");
   const bool ptx = options.mapping == Mapping::PTX;
-  llvm::TargetMachine *tm = ptx ? nvptxMachine(options.gpuArch) : hostMachine();
+  llvm::TargetMachine *tm = ptx ? nvptxMachine(options.gpuArch) : hostMachine(options.cpu);
   llvm::LLVMContext lc;
   EmittedLLVMKernel k;
   k.symbol = sanitizeCName(name);

@@ -30,24 +30,32 @@
 
 namespace uopc::llvmbackend {
 
-llvm::TargetMachine *hostMachine() {
+llvm::TargetMachine *hostMachine(const std::string &cpu) {
+  static std::mutex mu;
+  static std::map<std::string, std::unique_ptr<llvm::TargetMachine>> machines;
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto it = machines.find(cpu); it != machines.end()) return it->second.get();
   static std::once_flag once;
-  static std::unique_ptr<llvm::TargetMachine> tm;
-  static std::string error;
   std::call_once(once, [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
-    std::string triple = llvm::sys::getProcessTriple();
-    const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
-    if (!target) return;
-    llvm::StringMap<bool> feats = llvm::sys::getHostCPUFeatures();
-    std::string fs;
-    for (auto &f : feats) fs += (fs.empty() ? "" : ",") + std::string(f.second ? "+" : "-") + f.first().str();
-    tm.reset(target->createTargetMachine(triple, llvm::sys::getHostCPUName(), fs, llvm::TargetOptions(), llvm::Reloc::PIC_));
-    if (!tm) error = "cannot create a target machine for " + triple;
   });
-  if (!tm) fail("LLVM target: " + error);
-  return tm.get();
+  std::string error, triple = llvm::sys::getProcessTriple();
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target) fail("LLVM target: " + error);
+  std::string name = cpu, fs;
+  if (cpu == "native") {
+    name = llvm::sys::getHostCPUName().str();
+    llvm::StringMap<bool> feats = llvm::sys::getHostCPUFeatures();
+    for (auto &f : feats) fs += (fs.empty() ? "" : ",") + std::string(f.second ? "+" : "-") + f.first().str();
+  }
+  std::unique_ptr<llvm::MCSubtargetInfo> sti(target->createMCSubtargetInfo(triple, "", ""));
+  if (cpu != "native" && (!sti || !sti->isCPUStringValid(name)))
+    fail("--cpu " + cpu + ": LLVM does not know this CPU for " + triple + " (try native, x86-64-v2, x86-64-v3)");
+  std::unique_ptr<llvm::TargetMachine> tm(
+      target->createTargetMachine(triple, name, fs, llvm::TargetOptions(), llvm::Reloc::PIC_));
+  if (!tm) fail("LLVM target: cannot create a target machine for " + triple);
+  return machines.emplace(cpu, std::move(tm)).first->second.get();
 }
 
 llvm::TargetMachine *nvptxMachine(const std::string &arch) {

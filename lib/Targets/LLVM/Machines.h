@@ -15,8 +15,11 @@ class TargetMachine;
 
 namespace uopc::llvmbackend {
 
-/// The host's target machine (for the data layout, the triple and the cost model of the vectorizers).
-llvm::TargetMachine *hostMachine();
+/// The host's target machine (for the data layout, the triple and the cost model of the vectorizers):
+/// `cpu` "native" is this machine (its CPU and features), any other name a CPU LLVM knows for the host's
+/// architecture ("x86-64-v3", "skylake", ...), with that CPU's features. Cached per name. Throws
+/// uopc::Error for a CPU LLVM does not know.
+llvm::TargetMachine *hostMachine(const std::string &cpu = "native");
 /// LLVM's NVPTX target machine for one processor (cached: one per arch for the process). Throws
 /// uopc::Error for an architecture NVPTX does not know.
 llvm::TargetMachine *nvptxMachine(const std::string &arch);

@@ -10,7 +10,8 @@ extern "C" __attribute__((visibility("default"))) const LLVMPluginApi *uopc_llvm
     LLVMPluginApi a;
     a.emit = &emitKernel;
     a.checkGpuArch = &llvmbackend::checkGpuArch;
-    a.jitCreate = []() -> void * { return new JitEngine(); };
+    a.checkHostCpu = &llvmbackend::checkHostCpu;
+    a.jitCreate = [](const std::string &cpu) -> void * { return new JitEngine(cpu); };
     a.jitDestroy = [](void *e) { delete static_cast<JitEngine *>(e); };
     a.jitAddModule = [](void *e, const std::string &ir, const std::string &what) {
       static_cast<JitEngine *>(e)->addModule(ir, what);
