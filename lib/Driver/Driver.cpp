@@ -303,9 +303,7 @@ int compileMain(int argc, char **argv) {
       out.write("graph.json", writeGraphJson(g));
     } else {
       Schedule s = buildSchedule(g);
-      std::vector<KernelArtifact> artifacts(s.steps.size());
-      for (size_t i = 0; i < s.steps.size(); ++i)
-        if (s.steps[i].kind == SchedStep::Kind::Kernel) artifacts[i] = defaultArtifact(s, s.steps[i], extension(target));
+      std::vector<KernelArtifact> artifacts = defaultArtifacts(s, extension(target));
       if (emit == "kernels") emitKernels(g, s, target, backend, artifacts, &out);
       else if (target == "ptx" || backend.gridOnHost) emitKernels(g, s, target, backend, artifacts, nullptr);
       out.write("manifest.json", manifestJson(s, target, artifacts, backend.cpu));

@@ -7,6 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <set>
+#include <map>
+#include <cstdio>
 
 namespace uopc {
 
@@ -19,6 +22,38 @@ KernelArtifact defaultArtifact(const Schedule &s, const SchedStep &step, std::st
   a.file = "kernels/" + dir + "/" + name + "." + std::string(ext);
   a.symbol = name + "_" + dir;
   return a;
+}
+
+std::vector<KernelArtifact> defaultArtifacts(const Schedule &s, std::string_view ext) {
+  std::vector<KernelArtifact> out(s.steps.size());
+  std::map<std::pair<size_t, size_t>, std::string> symbolOf; // (kernel, device) -> symbol
+  std::set<std::string> taken;
+  auto hash8 = [](const std::string &x) { // FNV-1a, 32 bits: only to make a cut name distinct
+    uint32_t h = 2166136261u;
+    for (unsigned char c : x) h = (h ^ c) * 16777619u;
+    char b[9];
+    std::snprintf(b, sizeof b, "%08x", h);
+    return std::string(b);
+  };
+  for (size_t i = 0; i < s.steps.size(); ++i) {
+    const SchedStep &st = s.steps[i];
+    if (st.kind != SchedStep::Kind::Kernel) continue;
+    out[i] = defaultArtifact(s, st, ext);
+    auto [it, fresh] = symbolOf.try_emplace({st.kernel, st.device});
+    if (fresh) {
+      std::string full = out[i].symbol, sym = full;
+      if (sym.size() > kMaxSymbol || taken.count(sym)) sym = full.substr(0, kMaxSymbol - 9) + "_" + hash8(full);
+      const std::string base = sym;
+      for (int k = 2; taken.count(sym); ++k) {
+        std::string suffix = "_" + std::to_string(k);
+        sym = base.substr(0, std::min(base.size(), kMaxSymbol - suffix.size())) + suffix;
+      }
+      taken.insert(sym);
+      it->second = sym;
+    }
+    out[i].symbol = it->second;
+  }
+  return out;
 }
 
 namespace {

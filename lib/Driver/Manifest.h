@@ -27,6 +27,12 @@ struct KernelArtifact {
 
 /// The default artifact of a kernel step: kernels/<device dir>/<kernel>.<ext>, symbol <kernel>_<device dir>.
 KernelArtifact defaultArtifact(const Schedule &s, const SchedStep &step, std::string_view ext);
+/// The artifacts of every step (copies: empty): defaultArtifact's, with symbols made distinct across
+/// (kernel, device) pairs and at most kMaxSymbol characters (sanitizeCName's limit): a name too long or
+/// equal to another's (kernel `a` on `b_c` and `a_b` on `c`, or four 64-character kernel names) is cut and
+/// given a hash of its full form, then a counter if it still collides.
+std::vector<KernelArtifact> defaultArtifacts(const Schedule &s, std::string_view ext);
+inline constexpr size_t kMaxSymbol = 64;
 
 /// The manifest text. `artifacts` has one entry per step (ignored for copies).
 /// `cpu` (C and LLVM targets): the CPU the kernels are to be built for, `uopc --cpu`.

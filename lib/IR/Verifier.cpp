@@ -399,6 +399,11 @@ void NodeChecker::checkArg(const OpRule &r) {
       if (p.vminVmax->first > p.vminVmax->second)
         error("scalar variable PARAM '" + *p.name + "' has vmin " + std::to_string(p.vminVmax->first) + " > vmax " +
               std::to_string(p.vminVmax->second));
+      // `_device_num` (slot -1) is the device number multi-lower binds per device: a function variable of
+      // that name would silently be bound to it too
+      if (*p.name == "_device_num" && p.slot != -1)
+        error("a function variable (slot " + std::to_string(p.slot) +
+              ") may not be named '_device_num': the name is reserved for the device number (slot -1)");
     } else {
       if (p.slot == -1) error("slot -1 is only for scalar variables (weakint, empty shape, name, vmin_vmax)");
       if (isWeak(u_->dtype)) error("a buffer PARAM cannot have weak dtype " + dt(u_->dtype));
