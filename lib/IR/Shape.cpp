@@ -2,6 +2,7 @@
 #include "IR/Shape.h"
 
 #include "IR/Error.h"
+#include "IR/Range.h"
 #include "IR/Records.h"
 
 #include <algorithm>
@@ -477,6 +478,20 @@ std::optional<Shape> ShapeRule::compute(Rule rule) const {
       if (!ok)
         error(std::string(pad ? "PAD" : "SHRINK") + " of axis " + std::to_string(i) + " (size " + dimStr(s) +
               ") to offset " + dimStr(o) + " and size " + dimStr(n) + " is out of bounds");
+      // Against a constant bound, symbolic offsets and sizes must fit for every value their variables may
+      // take (a variable whose range exceeds what the shape allows would read past the axis: silently wrong
+      // results, e.g. a SHRINK to size i of an axis of 10 with i up to 10^12).
+      const UOp *bound = pad ? n : s, *a = o, *b = pad ? s : n;
+      if (std::optional<Bound> lim = constBound(bound); lim && (!constBound(a) || !constBound(b))) {
+        RangeInfo ri;
+        Bound hi = boundAdd(ri.vmax(a), ri.vmax(b));
+        if (hi > *lim)
+          error(std::string(pad ? "PAD" : "SHRINK") + " of axis " + std::to_string(i) + " (size " + dimStr(s) +
+                ") to offset " + dimStr(o) + " and size " + dimStr(n) + " may be out of bounds: over its variables' ranges " +
+                (pad ? "offset + input size" : "offset + size") + " reaches " +
+                (fitsInt64(hi) ? std::to_string(static_cast<int64_t>(hi)) : std::string("an unbounded value")) +
+                ", more than " + std::to_string(static_cast<int64_t>(*lim)));
+      }
     }
     return sz;
   }
