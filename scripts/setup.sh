@@ -4,7 +4,7 @@
 set -euo pipefail
 
 PACKAGES=(
-  build-essential cmake ninja-build clang python3 python3-jsonschema
+  build-essential cmake ninja-build clang python3 python3-jsonschema python3-venv
   llvm-19-dev llvm-19-tools
   nlohmann-json3-dev libcli11-dev libspdlog-dev catch2
 )

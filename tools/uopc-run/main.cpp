@@ -4,10 +4,13 @@
 #include "Interp/Interpreter.h"
 #include "Passes/PassManager.h"
 #include "Runtime/Runner.h"
+#include "Runtime/Safetensors.h"
 
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <new>
 
@@ -26,6 +29,7 @@ int main(int argc, char **argv) {
   CLI::App app{"uopc-run: run a tinygrad UOp graph on this machine's CPU (or its NVIDIA GPUs, for a ptx manifest).\n"
                "  uopc-run OUT/manifest.json --input SLOT=FILE[,FILE...] --output SLOT=FILE[,FILE...]\n"
                "           [--var NAME=VALUE] [--bench N]      run what `uopc GRAPH -o OUT` compiled\n"
+               "           [--inputs IN.safetensors] [--outputs OUT.safetensors]   tensors by parameter name\n"
                "  uopc-run --interpret GRAPH [--pass-pipeline P] --input SLOT=FILE[,FILE...]\n"
                "           --output SLOT=FILE[,FILE...] [--var NAME=VALUE]\n"
                "Files are raw little-endian bytes, one per device of the slot, in the order of its devices.\n"
@@ -44,6 +48,10 @@ int main(int argc, char **argv) {
   app.add_option("--input", inputs, "SLOT=FILE[,FILE...]: a buffer's contents before the run (repeatable)");
   app.add_option("--output", outputs, "SLOT=FILE[,FILE...]: where to write a buffer after the run (repeatable)");
   app.add_option("--var", vars, "NAME=VALUE: the value of a symbolic variable (repeatable)");
+  std::string stInputs, stOutputs;
+  app.add_option("--inputs", stInputs, "Manifest mode: a safetensors file holding the input parameters by name "
+                                       "(NAME, or NAME@i for device i of a multi-device one; see Runtime/Safetensors.h)");
+  app.add_option("--outputs", stOutputs, "Manifest mode: write every output parameter into this safetensors file by name");
   app.add_flag("--list-passes", listPasses, "List the registered passes and exit");
   try {
     app.parse(argc, argv);
@@ -60,6 +68,7 @@ int main(int argc, char **argv) {
     return usage("nothing to run: pass a manifest.json or --interpret GRAPH (see --help)");
   if (!req.graphPath.empty() && !manifest.empty()) return usage("pass either a manifest or --interpret GRAPH, not both");
   if (bench && manifest.empty()) return usage("--bench needs a manifest");
+  if ((!stInputs.empty() || !stOutputs.empty()) && manifest.empty()) return usage("--inputs/--outputs need a manifest");
   try {
     uopc::parsePipeline(req.pipeline);
     for (const std::string &s : inputs) {
@@ -85,7 +94,25 @@ int main(int argc, char **argv) {
       mr.outputFiles = req.outputFiles;
       mr.vars = req.vars;
       mr.bench = bench;
+      // --inputs/--outputs: safetensors unpacked to and packed from raw files in a private temporary folder
+      std::string tmp;
+      std::vector<uopc::safetensors::ParamBinding> packed;
+      if (!stInputs.empty() || !stOutputs.empty()) {
+        std::string tmpl = (std::filesystem::temp_directory_path() / "uopc-run-st-XXXXXX").string();
+        if (!mkdtemp(tmpl.data())) throw uopc::Error("cannot make a temporary folder for --inputs/--outputs");
+        tmp = tmpl;
+      }
+      struct Cleanup {
+        const std::string &dir;
+        ~Cleanup() {
+          std::error_code ec;
+          if (!dir.empty()) std::filesystem::remove_all(dir, ec);
+        }
+      } cleanup{tmp};
+      if (!stInputs.empty()) uopc::safetensors::bindInputs(manifest, stInputs, tmp, mr.inputFiles);
+      if (!stOutputs.empty()) packed = uopc::safetensors::bindOutputs(manifest, tmp, mr.outputFiles);
       uopc::runManifest(mr, std::cout);
+      if (!stOutputs.empty()) uopc::safetensors::packOutputs(packed, mr.outputFiles, stOutputs);
     } else {
       uopc::runInterpret(req);
     }

@@ -1,0 +1,28 @@
+"""Writes or prints safetensors files for the lit tests: `safetensors.py w FILE NAME=CODE:v,v,... ...`
+writes, `safetensors.py r FILE` prints one line per tensor: name, dtype, shape, values."""
+import json
+import struct
+import sys
+
+FMT = {"F32": "f", "F64": "d", "I32": "i", "I8": "b", "U8": "B", "I64": "q"}
+if sys.argv[1] == "w":
+    header, data = {}, b""
+    for spec in sys.argv[3:]:
+        name, rest = spec.split("=", 1)
+        code, vals = rest.split(":", 1)
+        vs = [float(v) if FMT[code] in "fd" else int(v) for v in vals.split(",") if v]
+        blob = struct.pack(f"<{len(vs)}{FMT[code]}", *vs)
+        header[name] = {"dtype": code, "shape": [len(vs)], "data_offsets": [len(data), len(data) + len(blob)]}
+        data += blob
+    h = json.dumps(header).encode()
+    open(sys.argv[2], "wb").write(struct.pack("<Q", len(h)) + h + data)
+else:
+    raw = open(sys.argv[2], "rb").read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    for name, t in sorted(json.loads(raw[8:8 + n]).items()):
+        if name == "__metadata__":
+            continue
+        b, e = t["data_offsets"]
+        f = FMT[t["dtype"]]
+        vals = struct.unpack(f"<{(e - b) // struct.calcsize(f)}{f}", raw[8 + n + b:8 + n + e])
+        print(name, t["dtype"], t["shape"], " ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in vals))
