@@ -44,3 +44,5 @@ for target in c llvm ptx; do
 done
 echo "== rangeify scaling (generated elementwise chains)"
 /usr/bin/python3 bench/rangeify_scaling.py --uopc "$BUILD/uopc" "${SIZES[@]}"
+echo "== kernel speed against tinygrad's own kernels (perf-run; needs a tinygrad d1c3ae0f91 checkout in \$UOPC_TINYGRAD)"
+/usr/bin/python3 bench/kernels.py --uopc "$BUILD/uopc" --uopc-run "$BUILD/uopc-run" "${QUICK[@]}"

@@ -33,8 +33,11 @@ std::string cCompiler();
 /// -O3, without errno for math functions (so sqrtf and friends inline) and without trapping math (so
 /// `a < b ? b : a` becomes maxps instead of a branch: only floating-point exception flags differ), with
 /// floating-point contraction left off (-std=c11): the same rounding as the LLVM target.
-inline constexpr const char *kKernelCFlags[] = {"-O3",           "-std=c11", "-shared", "-fPIC", "-fno-math-errno",
-                                                "-fno-trapping-math"};
+/// -fopenmp-simd with UOPC_OMP_SIMD turns a kernel's UOPC_SIMD_SUM marks into `omp simd reduction` loops
+/// (float sums in partial sums: Targets/Reductions.h); no OpenMP runtime is involved.
+inline constexpr const char *kKernelCFlags[] = {"-O3",          "-std=c11",           "-shared",      "-fPIC",
+                                                "-fno-math-errno", "-fno-trapping-math", "-fopenmp-simd",
+                                                "-DUOPC_OMP_SIMD"};
 /// The cache directory of compiled kernels: $XDG_CACHE_HOME/uopc, else $HOME/.cache/uopc, else (no home)
 /// the per-user $TMPDIR/uopc-cache-<uid> (TMPDIR defaulting to /tmp). Before use it is created
 /// 0700 when missing and refused unless it is this user's directory, writable by no one else; a cached

@@ -15,6 +15,7 @@
 #include "IR/ScalarOps.h"
 #include "Passes/Symbolic/Symbolic.h"
 #include "Targets/C/Prelude.h"
+#include "Targets/Reductions.h"
 
 #include <algorithm>
 #include <cctype>
@@ -697,6 +698,15 @@ struct Emitter {
     else if (dt == DType::Bool) step = op == Op::ADD ? "(" + acc + " | " + x.v + ")" : "(" + acc + " & " + x.v + ")";
     else step = "(" + T + ")((uint64_t)" + acc + (op == Op::ADD ? " + " : " * ") + "(uint64_t)" + x.v + ")";
     bool poison = !x.ok.empty();
+    if (!poison && splittableSum(u)) {
+      // the innermost loop is this reduction's last range: mark it as a sum that may run in partial sums
+      Block *parent = stack[stack.size() - 2];
+      for (Block::Item &it : parent->items)
+        if (it.child.get() == stack.back()) {
+          use(Helper::SimdSum);
+          it.line = "UOPC_SIMD_SUM(" + acc + ") " + it.line;
+        }
+    }
     if (poison) {
       *okLine = "bool " + ok + " = 1;";
       stack.back()->add(ok + " = " + ok + " && " + x.ok + ";");

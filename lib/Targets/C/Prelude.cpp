@@ -105,6 +105,15 @@ UOPC_FN int64_t uopc_shr_s(int64_t a, int64_t b) {
   return a < 0 ? (int64_t)~(~(uint64_t)a >> b) : (int64_t)((uint64_t)a >> b);
 }
 )"},
+    // a float sum the kernel may split into partial sums (Targets/Reductions.h): uopc-run defines
+    // UOPC_OMP_SIMD and builds with -fopenmp-simd; any other compiler sees a plain loop
+    {Helper::SimdSum, {}, R"(#if defined(UOPC_OMP_SIMD)
+#define UOPC_PRAGMA(x) _Pragma(#x)
+#define UOPC_SIMD_SUM(acc) UOPC_PRAGMA(omp simd reduction(+:acc))
+#else
+#define UOPC_SIMD_SUM(acc)
+#endif
+)"},
     {Helper::IntPow, {}, R"(UOPC_FN uint64_t uopc_ipow(int64_t base, int64_t e) {
   if (e < 0) return base == 1 ? 1 : base == -1 ? ((e & 1) ? (uint64_t)-1 : 1) : 0;
   uint64_t r = 1, b = (uint64_t)base;

@@ -24,6 +24,7 @@ enum class Helper {
   FloatDiv,   ///< double floor/trunc division and modulo with x//0 = 0, x%0 = x
   Threefry,   ///< uint64_t uopc_threefry(uint64_t x, uint64_t key)
   Bits,       ///< memcpy-based bit casts
+  SimdSum,    ///< UOPC_SIMD_SUM(acc): `#pragma omp simd reduction(+:acc)` when UOPC_OMP_SIMD is defined
 };
 
 /// The C text of the helpers in `used` and of the helpers they call, in dependency order.

@@ -14,6 +14,7 @@
 // Target machines, the -O2 pipeline, libdevice and PTX output are in Machines.cpp.
 #include "Targets/LLVM/Backend.h"
 #include "Targets/LLVM/Machines.h"
+#include "Targets/Reductions.h"
 
 #include "IR/Error.h"
 #include "IR/Range.h"
@@ -877,6 +878,11 @@ struct Emitter {
     if (x.ok) {
       b.CreateStore(b.CreateAnd(b.CreateLoad(b.getInt1Ty(), accOk), x.ok), accOk);
       step = b.CreateSelect(x.ok, step, cur);
+    } else if (splittableSum(u) && mapping != Mapping::PTX) {
+      // a float sum that may run in partial sums (Targets/Reductions.h): the loop vectorizer may split it
+      llvm::FastMathFlags fmf;
+      fmf.setAllowReassoc();
+      if (auto *inst = llvm::dyn_cast<llvm::Instruction>(step)) inst->setFastMathFlags(fmf);
     }
     b.CreateStore(step, acc);
     for (size_t k = 1; k < u->nsrc; ++k) closeLoop();

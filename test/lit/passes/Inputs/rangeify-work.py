@@ -3,7 +3,8 @@ elementwise op broadcasts a size-1 axis; no EXPAND node), as in the corpus:
   mm2:   out(4,5) = (A(4,8) @ B(8,6)) @ C(6,5)    the first product is consumed by the second's reduction
   expmm: out(4,5) = exp2(X(4,8)) @ W(8,5)         an expensive elementwise value feeding a reduction
   cheap: out(4,5) = (X(4,8) * 2) @ W(8,5)         a cheap one (recomputed inside the reduction, as tinygrad)
-usage: rangeify-work.py mm2|expmm|cheap OUT.json"""
+  rowsum: out(4) = X(4,8).sum(axis=1)               a sum over consecutive elements
+usage: rangeify-work.py mm2|expmm|cheap|rowsum OUT.json"""
 import json, sys
 
 
@@ -42,6 +43,11 @@ class G:
 
 def build(kind):
     g = G()
+    if kind == "rowsum":
+        out = g.reshape(g.param(0, 4), 4, 1)
+        x = g.reshape(g.param(1, 32), 4, 8)
+        red = g.add("REDUCE", "float32", [g.permute(x, 1, 0)], [{"$": "Ops", "v": "ADD"}, 1])
+        return g.doc(out, g.reshape(red, 4, 1))
     out = g.reshape(g.param(0, 20), 4, 5)
     if kind == "mm2":
         a, b, c = g.reshape(g.param(1, 32), 4, 8), g.reshape(g.param(2, 48), 8, 6), g.reshape(g.param(3, 30), 6, 5)
