@@ -248,6 +248,10 @@ def export(fn, *args, out, model=None):
 
     outputs, out_slots = [], {}
     for j, o in enumerate(outs):
+        if not all(isinstance(d, int) for d in o.shape):
+            shape = tuple(d if isinstance(d, int) else "<symbolic>" for d in o.shape)
+            raise RuntimeError(f"uopc_tinygrad.export: output {j} has a symbolic shape {shape}: not supported "
+                               "(uopc would have to keep the elements past its size; return a fixed-size tensor)")
         storage = buffer_map.get(o.uop)
         b = _buffer_of(storage) if storage is not None else None
         if b is None or b not in slot_of:
