@@ -8,6 +8,8 @@ PACKAGES=(
   llvm-19-dev llvm-19-tools
   nlohmann-json3-dev libcli11-dev libspdlog-dev catch2
 )
+# extra packages a make target needs (make fuzz: clang-19 and its libFuzzer runtime)
+PACKAGES+=("$@")
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -419,16 +419,21 @@ struct Manifest {
     return d;
   }
 
-  void parse(const std::string &path) {
+  void parse(const std::string &path) { parseText(readWhole(path, "manifest"), path); }
+  /// The manifest `text`, as if read from `path` (its kernel files are read relative to path's folder).
+  void parseText(const std::string &text, const std::string &path) {
     dir = fs::path(path).parent_path();
     Json m;
     try {
-      m = Json::parse(readWhole(path, "manifest"));
+      m = Json::parse(text);
     } catch (const Json::exception &e) {
       fail("manifest '" + path + "' is not valid JSON: " + e.what());
     }
-    if (!m.is_object() || m.value("format", "") != "uopc-manifest") fail("'" + path + "' is not a uopc manifest");
-    if (m.value("version", 0) != 1) fail("manifest '" + path + "': unsupported version (this uopc-run reads version 1)");
+    // (value() would throw nlohmann's type_error for a field of another type: compare the JSON values)
+    if (!m.is_object() || !m.contains("format") || m["format"] != Json("uopc-manifest"))
+      fail("'" + path + "' is not a uopc manifest");
+    if (!m.contains("version") || m["version"] != Json(1))
+      fail("manifest '" + path + "': unsupported version (this uopc-run reads version 1)");
     target = strField(m, "target", "manifest");
     // the CPU the kernels are built for (uopc --cpu; manifests before it: this machine's)
     if (m.contains("cpu")) {
@@ -598,6 +603,8 @@ using Entry = void (*)(void **, const int64_t *);
 class CpuBackend final : public Backend {
 public:
   explicit CpuBackend(const Manifest &m) : m_(m) {}
+  /// The C of the entry points compile() builds (what the fuzz target checks without compiling).
+  std::string entrySource() const { return trampolines(); }
   ~CpuBackend() override {
     if (handle_) dlclose(handle_);
   }
@@ -947,6 +954,15 @@ std::string kernelCacheDir() {
   fs::path tmp = fs::temp_directory_path(ec);
   if (ec) tmp = "/tmp";
   return (tmp / ("uopc-cache-" + std::to_string(::geteuid()))).string();
+}
+
+void checkManifestText(const std::string &text, const std::string &path) {
+  Manifest m;
+  m.parseText(text, path);
+  if (m.target != "ptx") {
+    CpuBackend cpu(m);
+    (void)cpu.entrySource();
+  }
 }
 
 void runManifest(const ManifestRunRequest &req, std::ostream &out) {

@@ -44,6 +44,11 @@ inline constexpr const char *kKernelCFlags[] = {"-O3",          "-std=c11",     
 /// object is loaded only when it is this user's regular file, writable by no one else.
 std::string kernelCacheDir();
 
+/// Parses and checks a manifest's text as runManifest does before it compiles anything (the kernel files'
+/// signatures are read relative to `path`'s folder) and plans the CPU entry points; runs nothing. Throws
+/// Error for a bad manifest. The manifest fuzz target's entry (fuzz/).
+void checkManifestText(const std::string &text, const std::string &path);
+
 /// Runs a manifest. Bench figures go to `out`.
 void runManifest(const ManifestRunRequest &request, std::ostream &out);
 

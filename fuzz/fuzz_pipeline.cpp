@@ -1,0 +1,36 @@
+//===- fuzz_pipeline - libFuzzer target: reader + the default pipeline + C emission ===//
+// A graph that reads and passes the whole pipeline must schedule and render as C for every kernel step;
+// every failure on the way must be a uopc::Error.
+#include "IR/Error.h"
+#include "IR/GraphIO.h"
+#include "Passes/PassManager.h"
+#include "Passes/Schedule.h"
+#include "Targets/CTarget.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <sstream>
+#include <string_view>
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  uopc::ReadLimits limits;
+  limits.maxNodes = 1u << 12;
+  limits.maxArgItems = 1u << 12;
+  std::string_view bytes(reinterpret_cast<const char *>(data), size);
+  static const std::vector<const uopc::PassInfo *> pipeline = [] {
+    std::vector<const uopc::PassInfo *> p;
+    for (const std::string &name : uopc::defaultPipeline()) p.push_back(uopc::findPass(name));
+    return p;
+  }();
+  try {
+    uopc::Graph g = uopc::readGraph(bytes, "<fuzz>", limits);
+    std::ostringstream out, err;
+    uopc::runPipeline(g, pipeline, uopc::PassManagerOptions{}, out, err);
+    uopc::Schedule s = uopc::buildSchedule(g);
+    for (const uopc::SchedStep &st : s.steps)
+      if (st.kind == uopc::SchedStep::Kind::Kernel)
+        (void)uopc::emitCKernel(*g.ctx, st.call, st.deviceNum, "k", uopc::CEmitOptions{});
+  } catch (const uopc::Error &) {
+  }
+  return 0;
+}
