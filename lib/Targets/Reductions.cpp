@@ -59,6 +59,22 @@ std::optional<int64_t> strideIn(const UOp *root, const UOp *r) {
 
 } // namespace
 
+bool readsConsecutiveIn(const UOp *u, const UOp *range) {
+  if (u->op != Op::REDUCE || u->nsrc < 1 || !range || range->op != Op::RANGE) return false;
+  std::vector<const UOp *> st{u->src(0)};
+  std::unordered_map<const UOp *, bool> seen;
+  while (!st.empty()) {
+    const UOp *x = st.back();
+    st.pop_back();
+    if (seen[x]) continue;
+    seen[x] = true;
+    if (x->op == Op::INDEX && x->nsrc >= 2 && x->src(0)->op == Op::PARAM && strideIn(x->src(1), range) == std::optional<int64_t>(1))
+      return true;
+    for (const UOp *s : x->src()) st.push_back(s);
+  }
+  return false;
+}
+
 bool splittableSum(const UOp *u) {
   if (u->op != Op::REDUCE || u->nsrc < 2 || !u->arg || u->arg->kind != ArgKind::Tuple || u->arg->count == 0) return false;
   if (u->arg->elems()[0]->op() != Op::ADD || !isFloat(u->dtype)) return false;

@@ -19,4 +19,10 @@ namespace uopc {
 /// matmul's column walk is left to the compiler's outer-loop vectorizer).
 bool splittableSum(const UOp *reduce);
 
+/// Whether a read in REDUCE `reduce`'s body moves by exactly one element per step of `range` (a loop around
+/// the reduction): copies of the reduction for consecutive values of that range then read consecutive
+/// elements, and run well side by side as vector lanes (a matmul's output column loop around its
+/// reduction: the LLVM target unrolls it and jams the copies into one reduction loop).
+bool readsConsecutiveIn(const UOp *reduce, const UOp *range);
+
 } // namespace uopc

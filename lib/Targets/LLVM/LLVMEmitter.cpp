@@ -82,6 +82,8 @@ struct Level {
   llvm::BasicBlock *exit = nullptr;   ///< where the enclosing level goes on once this loop closes
   llvm::AllocaInst *counter = nullptr;
   std::unordered_map<const UOp *, Val> memo;
+  /// Unroll this loop by this much and jam the copies of the reduction inside it into one loop (0: no).
+  unsigned jam = 0;
 };
 
 struct Emitter {
@@ -522,7 +524,17 @@ struct Emitter {
     llvm::Type *T = L->counter->getAllocatedType();
     Value *iv = b.CreateLoad(T, L->counter);
     b.CreateStore(b.CreateAdd(iv, llvm::ConstantInt::get(T, 1)), L->counter);
-    b.CreateBr(L->header);
+    llvm::BranchInst *latch = b.CreateBr(L->header);
+    if (L->jam) {
+      // !llvm.loop !{self, !{"llvm.loop.unroll_and_jam.count", jam}}: LLVM's unroll-and-jam (run after -O2,
+      // Machines.cpp) makes `jam` copies of the inner reduction side by side; SLP packs them into vectors
+      llvm::Metadata *count[] = {llvm::MDString::get(lc, "llvm.loop.unroll_and_jam.count"),
+                                 llvm::ConstantAsMetadata::get(b.getInt32(L->jam))};
+      llvm::Metadata *ops[] = {nullptr, llvm::MDNode::get(lc, count)};
+      llvm::MDNode *loop = llvm::MDNode::getDistinct(lc, ops);
+      loop->replaceOperandWith(0, loop);
+      latch->setMetadata(llvm::LLVMContext::MD_loop, loop);
+    }
     stack.pop_back();
     stack.back()->cur = L->exit;
   }
@@ -878,6 +890,14 @@ struct Emitter {
     if (x.ok) {
       b.CreateStore(b.CreateAnd(b.CreateLoad(b.getInt1Ty(), accOk), x.ok), accOk);
       step = b.CreateSelect(x.ok, step, cur);
+    } else if (mapping != Mapping::PTX && !splittableSum(u) && t > 0 && stack[t]->range &&
+               readsConsecutiveIn(u, stack[t]->range)) {
+      // an in-order reduction inside a loop whose next iteration reads the next elements (a matmul's
+      // column loop): 8 copies of it side by side are 8 vector lanes (the float32 lanes of AVX2)
+      const UOp *r = stack[t]->range;
+      bool outputLoop = r->arg && r->arg->kind == ArgKind::Tuple && r->arg->count >= 2 &&
+                        r->arg->elems()[1]->kind == ArgKind::AxisType && r->arg->elems()[1]->axisType() != AxisType::REDUCE;
+      if (auto n = constBound(r->src(0)); outputLoop && n && *n >= 8) stack[t]->jam = 8;
     } else if (splittableSum(u) && mapping != Mapping::PTX) {
       // a float sum that may run in partial sums (Targets/Reductions.h): the loop vectorizer may split it
       llvm::FastMathFlags fmf;

@@ -7,6 +7,8 @@
 #include <llvm/Analysis/CGSCCPassManager.h>
 #include <llvm/Analysis/LoopAnalysisManager.h>
 #include <llvm/Bitcode/BitcodeReader.h>
+#include <llvm/IR/DiagnosticHandler.h>
+#include <llvm/IR/DiagnosticInfo.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/PassManager.h>
@@ -14,6 +16,11 @@
 #include <llvm/MC/MCSubtargetInfo.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Transforms/InstCombine/InstCombine.h>
+#include <llvm/Transforms/Scalar/LoopPassManager.h>
+#include <llvm/Transforms/Scalar/LoopUnrollAndJamPass.h>
+#include <llvm/Transforms/Scalar/SimplifyCFG.h>
+#include <llvm/Transforms/Vectorize/SLPVectorizer.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
@@ -141,7 +148,16 @@ std::string emitPTX(llvm::Module &m, llvm::TargetMachine *tm) {
   return std::string(text.str());
 }
 
+namespace {
+/// A loop hint the optimizer could not follow (unroll-and-jam of a loop whose inner loop was fully
+/// unrolled, of a remainder loop) is not worth a warning on the user's terminal: the loop stays as it was.
+struct QuietMissedTransformations : llvm::DiagnosticHandler {
+  bool handleDiagnostics(const llvm::DiagnosticInfo &d) override { return d.getKind() == llvm::DK_OptimizationFailure; }
+};
+} // namespace
+
 void optimizeO2(llvm::Module &m, llvm::TargetMachine *tm, bool targetPasses) {
+  if (!targetPasses) m.getContext().setDiagnosticHandler(std::make_unique<QuietMissedTransformations>());
   llvm::PipelineTuningOptions pto;
   pto.LoopVectorization = true;
   pto.SLPVectorization = true;
@@ -158,7 +174,26 @@ void optimizeO2(llvm::Module &m, llvm::TargetMachine *tm, bool targetPasses) {
   pb.registerLoopAnalyses(lam);
   pb.crossRegisterProxies(lam, fam, cgam, mam);
   llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2);
+  if (!targetPasses) {
+    // Loops the emitter marked llvm.loop.unroll_and_jam.count (an output loop around an in-order
+    // reduction whose next iteration reads the next elements: a matmul's column loop) get that many
+    // copies of the reduction jammed into one loop, which SLP then packs into vector lanes. The
+    // accumulators stay separate and in order: the results are the same bits.
+    llvm::FunctionPassManager fpm;
+    fpm.addPass(llvm::createFunctionToLoopPassAdaptor(llvm::LoopUnrollAndJamPass(2)));
+    fpm.addPass(llvm::SLPVectorizerPass());
+    fpm.addPass(llvm::InstCombinePass());
+    fpm.addPass(llvm::SimplifyCFGPass());
+    mpm.addPass(llvm::createModuleToFunctionPassAdaptor(std::move(fpm)));
+  }
   mpm.run(m, mam);
+  if (!targetPasses) {
+    // Loop hints have done their work: a loop unroll-and-jam could not transform (a remainder, a nest
+    // that is not simple) would otherwise be reported as a missed transformation when the JIT compiles it.
+    for (llvm::Function &f : m)
+      for (llvm::BasicBlock &bb : f)
+        if (llvm::Instruction *term = bb.getTerminator()) term->setMetadata(llvm::LLVMContext::MD_loop, nullptr);
+  }
 }
 
 

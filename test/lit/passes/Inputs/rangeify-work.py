@@ -4,7 +4,8 @@ elementwise op broadcasts a size-1 axis; no EXPAND node), as in the corpus:
   expmm: out(4,5) = exp2(X(4,8)) @ W(8,5)         an expensive elementwise value feeding a reduction
   cheap: out(4,5) = (X(4,8) * 2) @ W(8,5)         a cheap one (recomputed inside the reduction, as tinygrad)
   rowsum: out(4) = X(4,8).sum(axis=1)               a sum over consecutive elements
-usage: rangeify-work.py mm2|expmm|cheap|rowsum OUT.json"""
+  mm16:  out(4,16) = X(4,8) @ W(8,16)                a matmul with 16 output columns
+usage: rangeify-work.py mm2|expmm|cheap|rowsum|mm16 OUT.json"""
 import json, sys
 
 
@@ -48,6 +49,10 @@ def build(kind):
         x = g.reshape(g.param(1, 32), 4, 8)
         red = g.add("REDUCE", "float32", [g.permute(x, 1, 0)], [{"$": "Ops", "v": "ADD"}, 1])
         return g.doc(out, g.reshape(red, 4, 1))
+    if kind == "mm16":
+        out = g.reshape(g.param(0, 64), 4, 16)
+        x, w = g.reshape(g.param(1, 32), 4, 8), g.reshape(g.param(2, 128), 8, 16)
+        return g.doc(out, g.matmul(x, w, 4, 8, 16))
     out = g.reshape(g.param(0, 20), 4, 5)
     if kind == "mm2":
         a, b, c = g.reshape(g.param(1, 32), 4, 8), g.reshape(g.param(2, 48), 8, 6), g.reshape(g.param(3, 30), 6, 5)
