@@ -169,6 +169,7 @@ private:
   const UOp *apply(const UOp *orig, const UOp *u) {
     // the DEVICE range: `_device_num`
     if (isDeviceRange(u)) {
+      if (u->nsrc == 0) error(orig, "a DEVICE range needs its device count as its source");
       const UOp *n = u->src(0);
       if (n->op != Op::CONST || !n->arg || n->arg->kind != ArgKind::Int || n->arg->i() < 1)
         error(orig, "a DEVICE range needs a constant device count (CONST >= 1)");
