@@ -689,7 +689,7 @@ std::string writeGraphBinary(const Graph &g) {
 Graph readGraphBinary(std::string_view bytes, std::string_view name, const ReadLimits &limits) {
   try {
     Graph g = BinReader(bytes, name, limits).read();
-    if (limits.producerForms) normalizeProducerForms(g); // tinygrad 0.14.0's forms (IR/ProducerForms.h)
+    if (limits.producerForms) normalizeProducerForms(g, std::string(name)); // tinygrad 0.14.0's forms (IR/ProducerForms.h)
     return g;
   } catch (const Error &) {
     throw;

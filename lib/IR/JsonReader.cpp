@@ -717,7 +717,7 @@ Graph readGraphJson(std::string_view text, std::string_view name, const ReadLimi
     Reader r(name, limits, text.size());
     json::sax_parse(text.data(), text.data() + text.size(), &r);
     Graph g = r.finish();
-    if (limits.producerForms) normalizeProducerForms(g); // tinygrad 0.14.0's forms (IR/ProducerForms.h)
+    if (limits.producerForms) normalizeProducerForms(g, nm); // tinygrad 0.14.0's forms (IR/ProducerForms.h)
     return g;
   } catch (const Error &) {
     throw;

@@ -239,9 +239,14 @@ private:
 
 } // namespace
 
-void normalizeProducerForms(Graph &g) {
+void normalizeProducerForms(Graph &g, const std::string &where) {
   if (!g.root) return;
-  Normalizer(g).run();
+  try {
+    Normalizer(g).run();
+  } catch (const Error &e) {
+    if (where.empty()) throw;
+    fail(where + ": " + e.what());
+  }
 }
 
 } // namespace uopc

@@ -23,11 +23,14 @@
 
 #include "IR/Graph.h"
 
+#include <string>
+
 namespace uopc {
 
 /// Rewrites g (root and inputIds) to the one form; throws Error naming the node for a 0.14.0 form uopc
 /// cannot express (an UNSHARD over several axes, a DEVICE range of non-constant size).
-void normalizeProducerForms(Graph &g);
+/// `where` (the file's name, when not empty) prefixes the message as the readers' own do.
+void normalizeProducerForms(Graph &g, const std::string &where = "");
 
 /// The `_device_num` PARAM of an ndev-device graph (multi-lower's and the normalizer's one node).
 const UOp *deviceNumParam(Context &ctx, int64_t ndev);
