@@ -331,9 +331,21 @@ struct Emitter {
   }
 
   /// Declares `const T name = expr;` (and its validity) in block t.
+  ///
+  /// Past kSpillAfter declarations, every kSpillEvery-th value goes through a volatile local: GCC's
+  /// optimizers are superlinear in (and overflow their stack on) one function's unbroken def-use chains,
+  /// so a 100,000-op elementwise chain did not compile at all; a volatile cuts the chain every
+  /// kSpillEvery values (a store and a load each, nothing in kernels below kSpillAfter values).
+  static constexpr size_t kSpillAfter = 4000, kSpillEvery = 500;
+  size_t declared = 0;
   Val declare(size_t t, DType dt, const std::string &prefix, const std::string &expr, const std::string &ok) {
     std::string name = fresh(prefix);
-    stack[t]->add("const " + computeType(dt) + " " + name + " = " + expr + ";");
+    if (++declared > kSpillAfter && declared % kSpillEvery == 0) {
+      stack[t]->add("volatile " + computeType(dt) + " " + name + "_v = " + expr + ";");
+      stack[t]->add("const " + computeType(dt) + " " + name + " = " + name + "_v;");
+    } else {
+      stack[t]->add("const " + computeType(dt) + " " + name + " = " + expr + ";");
+    }
     std::string okName = ok;
     if (!ok.empty() && ok != "0" && ok != "1" && ok.find_first_of("( &|<>=!") != std::string::npos) {
       okName = name + "_ok";
