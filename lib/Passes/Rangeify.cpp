@@ -12,8 +12,10 @@
 //    the consumers' work is at most numel x indexings;
 //  - one indexing: recompute when cheap and no more work than the stage itself, or scalar/small
 //    (cost <= MAX_SCALAR_RECOMPUTE), or random bits (THREEFRY); a stage containing a reduction is fused
-//    into its only consumer when that consumer indexes it with its own ranges, does the same work and
-//    does not reduce it again (never nest or duplicate a reduction).
+//    into its only consumer when that consumer evaluates each of its elements exactly once (never
+//    duplicate a reduction).
+// "Work" is the work model's (docs/rangeify.md): consumption counts implicit broadcasts, and each read
+// knows how often it executes in its kernel's loops, so nothing expensive lands in a loop it does not need.
 // What stays is marked STAGE(x) (arg BufferizeOpts); kernel-split builds the kernels.
 //
 // Precondition: invalid-pad, multi-lower and reduce-identity ran (tensor-level graph, no MULTI forms).
@@ -485,7 +487,9 @@ void runRangeify(Graph &g) {
     if (cost)
       return threefry || scalar || small || once ||
              (*cost <= kMaxRecompute && ((cheap && within(outWork, *numel)) || bounded));
-    return within(tripWork, *numel) && tripWork == *numel && !ix.underReduce && kernelTrips.size() == 1;
+    // a reduction is fused into its only consumer when that evaluates each of its elements exactly once:
+    // even under the consumer's own reduction (argmax's row max), the value sits outside that loop
+    return tripWork == *numel && kernelTrips.size() == 1;
   };
 
   for (size_t i = 0; i < candidates.size(); ++i) pending.insert(i);
