@@ -287,6 +287,7 @@ int compileMain(int argc, char **argv) {
   try {
     // Refuse before doing any work what cannot be produced: no partial output either way.
     if (backend.gridOnHost && target != "llvm") fail("--grid-on-host needs --target llvm");
+    if (stats && emit == "graph") fail("--stats counts the work of the scheduled kernels: use --emit kernels or manifest");
     if (target == "ptx") checkGpuArch(backend.gpuArch);
     checkCpuName(backend.cpu, target);
     spdlog::info("reading {}", input);
