@@ -757,6 +757,9 @@ private:
     for (const std::string &f : files) argv.push_back((m_.dir / f).string());
     argv.push_back(entryC.string());
     argv.push_back("-lm");
+#if defined(__GLIBC__) && defined(__x86_64__)
+    argv.push_back("-lmvec"); // the vector exp2f/log2f/sinf/powf a kernel's SimdMath declarations call
+#endif
     std::vector<char *> cargv;
     for (std::string &a : argv) cargv.push_back(a.data());
     cargv.push_back(nullptr);

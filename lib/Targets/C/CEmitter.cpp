@@ -500,6 +500,7 @@ struct Emitter {
     // through double
     auto libm = [&](const char *fn) {
       needMath = true;
+      if (!dbl) use(Helper::SimdMath);
       return std::string(fn) + (dbl ? "(" : "f(") + a[0] + ")";
     };
     std::string e;
@@ -521,6 +522,7 @@ struct Emitter {
     case Op::SIN: e = libm("sin"); break;
     case Op::POW:
       needMath = true;
+      if (!dbl) use(Helper::SimdMath);
       e = (dbl ? "pow(" : "powf(") + a[0] + ", " + a[1] + ")";
       break;
     case Op::FLOORDIV: use(Helper::FloatDiv); e = "(" + C + ")uopc_floordiv_f(" + a[0] + ", " + a[1] + ")"; break;

@@ -105,6 +105,20 @@ UOPC_FN int64_t uopc_shr_s(int64_t a, int64_t b) {
   return a < 0 ? (int64_t)~(~(uint64_t)a >> b) : (int64_t)((uint64_t)a >> b);
 }
 )"},
+    // glibc's libmvec has vector versions of libm's float functions: declared `omp declare simd`, a loop
+    // calling them can still vectorize (a matmul column loop ending in gelu). uopc-run links -lmvec;
+    // elsewhere these are the plain declarations of <math.h>.
+    {Helper::SimdMath, {}, R"(#if defined(UOPC_OMP_SIMD) && defined(__x86_64__) && defined(__GLIBC__)
+#pragma omp declare simd notinbranch
+float exp2f(float);
+#pragma omp declare simd notinbranch
+float log2f(float);
+#pragma omp declare simd notinbranch
+float sinf(float);
+#pragma omp declare simd notinbranch
+float powf(float, float);
+#endif
+)"},
     // a float sum the kernel may split into partial sums (Targets/Reductions.h): uopc-run defines
     // UOPC_OMP_SIMD and builds with -fopenmp-simd; any other compiler sees a plain loop
     {Helper::SimdSum, {}, R"(#if defined(UOPC_OMP_SIMD)
