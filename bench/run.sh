@@ -44,5 +44,7 @@ for target in c llvm ptx; do
 done
 echo "== rangeify scaling (generated elementwise chains)"
 /usr/bin/python3 bench/rangeify_scaling.py --uopc "$BUILD/uopc" "${SIZES[@]}"
+echo "== compile time against the number of devices (500 and 2,000 devices; linear: about 4x)"
+/usr/bin/python3 test/lit/cli/Inputs/scaling.py "$BUILD/uopc" test/lit/cli/Inputs/many-devices.py 500 2000 1e9 --emit manifest
 echo "== kernel speed against tinygrad's own kernels (perf-run; needs a tinygrad d1c3ae0f91 checkout in \$UOPC_TINYGRAD)"
 /usr/bin/python3 bench/kernels.py --uopc "$BUILD/uopc" --uopc-run "$BUILD/uopc-run" "${QUICK[@]}"
