@@ -57,22 +57,30 @@ std::optional<int64_t> strideIn(const UOp *root, const UOp *r) {
   return done[root];
 }
 
-} // namespace
-
-bool readsConsecutiveIn(const UOp *u, const UOp *range) {
-  if (u->op != Op::REDUCE || u->nsrc < 1 || !range || range->op != Op::RANGE) return false;
-  std::vector<const UOp *> st{u->src(0)};
+/// Visits every node of `root`'s cone once (iteratively) until `visit` returns false; whether it did.
+template <typename F> bool stoppedIn(const UOp *root, F visit) {
+  std::vector<const UOp *> st{root};
   std::unordered_map<const UOp *, bool> seen;
   while (!st.empty()) {
     const UOp *x = st.back();
     st.pop_back();
     if (seen[x]) continue;
     seen[x] = true;
-    if (x->op == Op::INDEX && x->nsrc >= 2 && x->src(0)->op == Op::PARAM && strideIn(x->src(1), range) == std::optional<int64_t>(1))
-      return true;
+    if (!visit(x)) return true;
     for (const UOp *s : x->src()) st.push_back(s);
   }
   return false;
+}
+
+bool isBufferRead(const UOp *x) { return x->op == Op::INDEX && x->nsrc >= 2 && x->src(0)->op == Op::PARAM; }
+
+} // namespace
+
+bool readsConsecutiveIn(const UOp *u, const UOp *range) {
+  if (u->op != Op::REDUCE || u->nsrc < 1 || !range || range->op != Op::RANGE) return false;
+  return stoppedIn(u->src(0), [&](const UOp *x) {
+    return !(isBufferRead(x) && strideIn(x->src(1), range) == std::optional<int64_t>(1));
+  });
 }
 
 bool splittableSum(const UOp *u) {
@@ -80,23 +88,16 @@ bool splittableSum(const UOp *u) {
   if (u->arg->elems()[0]->op() != Op::ADD || !isFloat(u->dtype)) return false;
   const UOp *r = u->src(u->nsrc - 1);
   if (r->op != Op::RANGE) return false;
-  std::vector<const UOp *> st{u->src(0)};
-  std::unordered_map<const UOp *, bool> seen;
-  while (!st.empty()) {
-    const UOp *x = st.back();
-    st.pop_back();
-    if (seen[x]) continue;
-    seen[x] = true;
+  bool refused = stoppedIn(u->src(0), [&](const UOp *x) {
     if (x->op == Op::REDUCE) return false;
-    if (x->op == Op::INDEX && x->nsrc >= 2 && x->src(0)->op == Op::PARAM) {
-      auto s = strideIn(x->src(1), r);
-      if (!s || (*s != 0 && *s != 1)) return false;
-      for (const UOp *g : x->src().subspan(2)) // gates: a read gated by r may not happen in every lane
-        if (strideIn(g, r) != std::optional<int64_t>(0)) return false;
-    }
-    for (const UOp *s : x->src()) st.push_back(s);
-  }
-  return true;
+    if (!isBufferRead(x)) return true;
+    auto s = strideIn(x->src(1), r);
+    if (!s || (*s != 0 && *s != 1)) return false;
+    for (const UOp *g : x->src().subspan(2)) // gates: a read gated by r may not happen in every lane
+      if (strideIn(g, r) != std::optional<int64_t>(0)) return false;
+    return true;
+  });
+  return !refused;
 }
 
 } // namespace uopc
