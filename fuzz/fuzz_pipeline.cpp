@@ -17,8 +17,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   limits.maxNodes = 1u << 12;
   limits.maxArgItems = 1u << 12;
   std::string_view bytes(reinterpret_cast<const char *>(data), size);
-  static const std::vector<const uopc::PassInfo *> pipeline = [] {
-    std::vector<const uopc::PassInfo *> p;
+  static const std::vector<uopc::PipelineEntry> pipeline = [] {
+    std::vector<uopc::PipelineEntry> p;
     for (const std::string &name : uopc::defaultPipeline()) p.push_back(uopc::findPass(name));
     return p;
   }();

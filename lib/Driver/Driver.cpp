@@ -7,6 +7,7 @@
 #include "Driver/OutputDir.h"
 #include "IR/Error.h"
 #include "IR/GraphIO.h"
+#include "IR/Kernel.h"
 #include "IR/Work.h"
 #include "Passes/PassManager.h"
 #include "Passes/Rewrite.h"
@@ -102,6 +103,11 @@ struct BackendOptions {
 /// rangeify gave their ranges (numbered across the whole graph).
 const UOp *canonicalBody(Context &c, const UOp *body) {
   if (body->op == Op::SINK) body = c.make(Op::SINK, body->dtype, body->src());
+  if (body->op == Op::LINEAR && body->nsrc > 0) { // LINEAR(SINK, items): both without the name
+    std::vector<const UOp *> srcs(body->src().begin(), body->src().end());
+    srcs[0] = c.make(Op::SINK, srcs[0]->dtype, srcs[0]->src());
+    body = c.make(Op::LINEAR, body->dtype, srcs);
+  }
   std::unordered_map<const UOp *, const UOp *> renumbered;
   int64_t n = 0;
   for (const UOp *u : toposort(body)) {
@@ -114,8 +120,8 @@ const UOp *canonicalBody(Context &c, const UOp *body) {
 }
 
 /// Renders every kernel step (one source per kernel and device, `_device_num` bound to the step's) and
-/// records the symbol each exports and, for the GPU mappings, its launch. With no `out`, only the latter:
-/// `--emit manifest` of a GPU mapping needs the launches, not the sources.
+/// records the symbol each exports and, for the GPU mappings, the launch linearize put in its IR. With no
+/// `out`, only the latter, read from the IR: `--emit manifest` renders nothing.
 ///
 /// Kernels are rendered once per distinct body: a kernel SINK is hash-consed and refers to its buffers by
 /// argument slot, so two CALLs of the same SINK up to range numbering (canonicalBody: the same layer of a
@@ -129,6 +135,11 @@ void emitKernels(Graph &g, const Schedule &s, const std::string &target, const B
     const SchedStep &st = s.steps[i];
     if (st.kind != SchedStep::Kind::Kernel) continue;
     KernelArtifact &a = artifacts[i];
+    if (auto launch = kernelLaunch(st.call)) {
+      a.global = {launch->first, 1, 1};
+      a.local = {launch->second, 1, 1};
+    }
+    if (!out) continue;
     std::vector<DType> argTypes;
     for (const UOp *arg : st.call->src().subspan(1)) argTypes.push_back(arg->dtype);
     auto [it, isNew] = rendered.try_emplace({canonicalBody(*g.ctx, st.call->src(0)), st.device, st.deviceNum, std::move(argTypes)}, i);
@@ -139,7 +150,7 @@ void emitKernels(Graph &g, const Schedule &s, const std::string &target, const B
     if (target == "c") {
       EmittedKernel k = emitCKernel(*g.ctx, st.call, st.deviceNum, a.symbol, CEmitOptions{opts.allowCustom});
       a.symbol = k.symbol;
-      if (out) out->write(a.file, k.source + "/* " + kernelSignature(st.call) + " */\n");
+      out->write(a.file, k.source + "/* " + kernelSignature(st.call) + " */\n");
       continue;
     }
     LLVMEmitOptions lo;
@@ -150,11 +161,9 @@ void emitKernels(Graph &g, const Schedule &s, const std::string &target, const B
                                    : LLVMEmitOptions::Mapping::Loops;
     EmittedLLVMKernel k = emitLLVMKernel(*g.ctx, st.call, st.deviceNum, a.symbol, lo);
     a.symbol = k.symbol;
-    if (k.launch) {
-      a.global = k.launch->global;
-      a.local = k.launch->local;
-    }
-    if (out) out->write(a.file, (target == "ptx" ? k.ptx + "// " : k.ir + "; ") + kernelSignature(st.call) + "\n");
+    if (k.launch && (k.launch->global != a.global || k.launch->local != a.local))
+      fail("kernel " + a.symbol + ": the rendered launch differs from the one in its IR");
+    out->write(a.file, (target == "ptx" ? k.ptx + "// " : k.ir + "; ") + kernelSignature(st.call) + "\n");
   }
 }
 
@@ -175,7 +184,7 @@ void printStats(const Schedule &s, const std::optional<Count> &tensor, std::ostr
   for (size_t i = 0; i < s.steps.size(); ++i) {
     const SchedStep &st = s.steps[i];
     if (st.kind != SchedStep::Kind::Kernel) continue;
-    KernelWork w = kernelWork(s.kernels[st.kernel].call->src(0));
+    KernelWork w = kernelWork(kernelSink(s.kernels[st.kernel].call));
     rows.push_back({std::to_string(i), s.kernels[st.kernel].name, s.devices[st.device], w.ops.str(), w.loads.str(),
                     w.loadBytes.str(), w.stores.str(), w.storeBytes.str(),
                     w.heaviest ? std::string(opName(w.heaviest->op)) + " " + std::string(dtypeName(w.heaviest->dtype)) + " x " +
@@ -239,7 +248,9 @@ int compileMain(int argc, char **argv) {
   app.add_flag("--grid-on-host", backend.gridOnHost,
                "LLVM target: compile the PTX target's thread mapping for this CPU (each kernel loops over its "
                "grid): checks the GPU mapping without a GPU");
-  app.add_option("--pass-pipeline", pipelineText, "Comma-separated passes (default: the full pipeline)");
+  app.add_option("--pass-pipeline", pipelineText,
+                 "Comma-separated passes, each with optional options (pass{key=value,...}); default: the "
+                 "default pipeline (--list-passes); empty: none");
   app.add_option("--emit", emit,
                  "What to write: 'kernels' (default) the kernel sources and manifest.json, 'manifest' only "
                  "manifest.json (the schedule), 'graph' the final graph as graph.json")
@@ -258,7 +269,9 @@ int compileMain(int argc, char **argv) {
   if (std::optional<int> rc = parseArgs(app, argc, argv, verbosity, level)) return *rc;
 
   if (listPasses) {
-    for (const PassInfo &p : allPasses()) std::cout << p.flag << "\t" << p.description << "\n";
+    for (const PassInfo &p : allPasses())
+      std::cout << p.flag << "\t" << (p.inDefault ? "" : "(not in the default pipeline) ")
+                << (p.options.empty() ? "" : "{" + std::string(p.options) + "} ") << p.description << "\n";
     return kExitOk;
   }
   if (input.empty()) {
@@ -269,9 +282,9 @@ int compileMain(int argc, char **argv) {
     std::cerr << "uopc: error: no output directory: pass -o DIR\n";
     return kExitUsage;
   }
-  std::vector<const PassInfo *> pipeline;
+  std::vector<PipelineEntry> pipeline;
   try {
-    if (pipelineText.empty()) {
+    if (app.count("--pass-pipeline") == 0) { // given but empty: no pass at all (render the graph as it is)
       for (const std::string &name : defaultPipeline()) pipeline.push_back(findPass(name));
     } else {
       pipeline = parsePipeline(pipelineText);
@@ -298,7 +311,9 @@ int compileMain(int argc, char **argv) {
       pm.beforePass = [&](std::string_view pass, const Graph &cur) {
         if (pass == "rangeify") tensor = tensorWork(cur);
       };
-    runPipeline(g, pipeline, pm, std::cout, std::cerr);
+    TargetInfo targetInfo = TargetInfo::forTarget(target, backend.gridOnHost);
+    runPipeline(g, pipeline, pm, std::cout, std::cerr, targetInfo);
+    if (emit != "graph") linearizeForRendering(g, targetInfo);
     OutputDir out(outDir, force);
     if (emit == "graph") {
       out.write("graph.json", writeGraphJson(g));

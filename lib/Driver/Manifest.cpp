@@ -1,6 +1,8 @@
 //===- Manifest.cpp - out/manifest.json from a Schedule -------------------===//
 #include "Driver/Manifest.h"
 
+#include "IR/Kernel.h"
+
 #include "IR/Records.h"
 #include "IR/Work.h"
 
@@ -155,7 +157,7 @@ std::string manifestJson(const Schedule &s, std::string_view target, const std::
       j["vars"] = st.vars;
       if (artifacts.at(i).global) j["global"] = *artifacts.at(i).global;
       if (artifacts.at(i).local) j["local"] = *artifacts.at(i).local;
-      j["estimates"] = estimatesJson(kernelWork(s.kernels[st.kernel].call->src(0)));
+      j["estimates"] = estimatesJson(kernelWork(kernelSink(s.kernels[st.kernel].call)));
     }
     steps.push_back(j);
   }

@@ -10,6 +10,7 @@
 // tensor interpreter's rules (they poison ALU ops and reductions, and are not stored); a read at an
 // Invalid or out-of-bounds index gives Invalid (the lane is gated off; codegen makes that load gated).
 #include "IR/Error.h"
+#include "IR/Kernel.h"
 #include "IR/Records.h"
 #include "Interp/Evaluator.h"
 #include "Passes/Schedule.h"
@@ -262,7 +263,7 @@ const UOp *rawBuffer(const UOp *s) {
 bool isKernelGraph(const Graph &g) {
   for (const UOp *d : topLevelNodes(g.root))
     if (d->op == Op::CALL && (d->src(0)->op == Op::COPY ||
-                              (d->src(0)->op == Op::SINK && d->src(0)->arg && d->src(0)->arg->kind == ArgKind::Record)))
+                              (kernelSink(d) && kernelSink(d)->arg && kernelSink(d)->arg->kind == ArgKind::Record)))
       return true;
   return false;
 }
@@ -337,7 +338,7 @@ void Evaluator::runKernels() {
   };
   for (size_t c : order) {
     const UOp *call = calls[c];
-    const UOp *body = call->src(0);
+    const UOp *body = kernelSink(call) ? kernelSink(call) : call->src(0);
     auto &out = storage(call->src(1));
     if (body->op == Op::COPY) {
       auto &src = storage(call->src(2));

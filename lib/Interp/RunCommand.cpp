@@ -66,7 +66,7 @@ std::pair<std::string, int64_t> parseVarBinding(const std::string &spec) {
 }
 
 void runInterpret(const RunRequest &req) {
-  std::vector<const PassInfo *> pipeline = parsePipeline(req.pipeline);
+  std::vector<PipelineEntry> pipeline = parsePipeline(req.pipeline);
   Graph g = readGraphFile(req.graphPath);
   PassManagerOptions pm;
   runPipeline(g, pipeline, pm, std::cout, std::cerr);

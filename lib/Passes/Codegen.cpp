@@ -18,7 +18,7 @@
 
 namespace uopc {
 
-void runCodegen(Graph &g) {
+void runCodegen(Graph &g, const PassContext &) {
   Context &c = *g.ctx;
   SymbolicCtx sc;
   // Rebuilt bottom-up: a CALL gets its simplified body, every user of a changed node is rebuilt on it.

@@ -70,7 +70,7 @@ const RuleSet &collapseRules() {
 
 } // namespace
 
-void runInvalidPad(Graph &g) {
+void runInvalidPad(Graph &g, const PassContext &) {
   if (g.padFill == PadFill::Invalid) return;
   ShapeInfo shapes(g);
   InvalidPadState st{&g, &shapes, storeTargetChains(g.root)};

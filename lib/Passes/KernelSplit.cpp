@@ -183,7 +183,7 @@ struct Splitter {
 
 } // namespace
 
-void runKernelSplit(Graph &g) {
+void runKernelSplit(Graph &g, const PassContext &) {
   Context &c = *g.ctx;
   const UOp *root = normalizeAfters(c, g.root);
   g.root = root;

@@ -484,7 +484,7 @@ const RuleSet &symbolicMultiRules() {
 
 } // namespace
 
-void runMultiLower(Graph &g) {
+void runMultiLower(Graph &g, const PassContext &) {
   bool any = false;
   for (const UOp *u : toposort(g.root))
     if (u->op == Op::MULTI || u->op == Op::MSELECT || u->op == Op::MSTACK || u->op == Op::ALLREDUCE ||

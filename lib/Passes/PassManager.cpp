@@ -7,17 +7,22 @@
 #include "Passes/Passes.h"
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <ostream>
+#include <sstream>
+#include <thread>
+
+#include <unistd.h>
 
 namespace uopc {
 
 const std::vector<PassInfo> &allPasses() {
   static const std::vector<PassInfo> passes = {
-#define UOPC_PASS(Flag, Function, Description) {Flag, &Function, Description},
+#define UOPC_PASS(Flag, Function, Default, Options, Description) {Flag, &Function, Default, Options, Description},
 #include "Passes/Passes.def"
   };
   return passes;
@@ -31,30 +36,122 @@ const PassInfo *findPass(std::string_view flag) {
 
 std::vector<std::string> defaultPipeline() {
   std::vector<std::string> names;
-  for (const PassInfo &p : allPasses()) names.emplace_back(p.flag);
+  for (const PassInfo &p : allPasses())
+    if (p.inDefault) names.emplace_back(p.flag);
   return names;
 }
 
-std::vector<const PassInfo *> parsePipeline(std::string_view text) {
-  std::vector<const PassInfo *> out;
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+  return s;
+}
+
+bool declares(const PassInfo &p, std::string_view key) {
+  std::string_view list = p.options;
+  while (!list.empty()) {
+    size_t sp = list.find(' ');
+    if (list.substr(0, sp) == key) return true;
+    if (sp == std::string_view::npos) break;
+    list.remove_prefix(sp + 1);
+  }
+  return false;
+}
+
+/// "key=value,key=value" for pass p.
+PassOptions parseOptions(const PassInfo &p, std::string_view text) {
+  PassOptions opts;
+  for (size_t pos = 0; pos <= text.size();) {
+    size_t comma = text.find(',', pos);
+    std::string_view kv = trim(text.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos));
+    size_t eq = kv.find('=');
+    if (kv.empty() || eq == std::string_view::npos || eq == 0)
+      fail("pass '" + std::string(p.flag) + "': option '" + std::string(kv) + "' is not key=value");
+    std::string_view key = trim(kv.substr(0, eq));
+    if (!declares(p, key))
+      fail("pass '" + std::string(p.flag) + "' has no option '" + std::string(key) + "'" +
+           (p.options.empty() ? std::string(" (it takes none)") : " (it takes: " + std::string(p.options) + ")"));
+    if (!opts.emplace(std::string(key), std::string(trim(kv.substr(eq + 1)))).second)
+      fail("pass '" + std::string(p.flag) + "': option '" + std::string(key) + "' given twice");
+    if (comma == std::string_view::npos) break;
+    pos = comma + 1;
+  }
+  return opts;
+}
+
+} // namespace
+
+std::vector<PipelineEntry> parsePipeline(std::string_view text) {
+  std::vector<PipelineEntry> out;
+  if (trim(text).empty()) return out;
   size_t pos = 0;
   while (pos <= text.size()) {
-    size_t comma = text.find(',', pos);
-    std::string_view name = text.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos);
-    while (!name.empty() && name.front() == ' ') name.remove_prefix(1);
-    while (!name.empty() && name.back() == ' ') name.remove_suffix(1);
+    // the next entry ends at a comma outside braces
+    size_t end = pos;
+    int depth = 0;
+    for (; end < text.size(); ++end) {
+      if (text[end] == '{') ++depth;
+      else if (text[end] == '}') --depth;
+      else if (text[end] == ',' && depth == 0) break;
+      if (depth < 0 || depth > 1) fail("unbalanced braces in pipeline '" + std::string(text) + "'");
+    }
+    if (depth != 0) fail("unbalanced braces in pipeline '" + std::string(text) + "'");
+    std::string_view entry = trim(text.substr(pos, end - pos));
+    std::string_view name = entry, optText;
+    if (size_t brace = entry.find('{'); brace != std::string_view::npos) {
+      if (entry.back() != '}') fail("pass entry '" + std::string(entry) + "': text after its options");
+      name = trim(entry.substr(0, brace));
+      optText = entry.substr(brace + 1, entry.size() - brace - 2);
+    }
     if (name.empty()) fail("empty pass name in pipeline '" + std::string(text) + "'");
     const PassInfo *p = findPass(name);
     if (!p) fail("unknown pass '" + std::string(name) + "' (see --list-passes)");
-    out.push_back(p);
-    if (comma == std::string_view::npos) break;
-    pos = comma + 1;
+    out.emplace_back(p, optText.empty() && name == entry ? PassOptions{} : parseOptions(*p, optText));
+    if (end == text.size()) break;
+    pos = end + 1;
   }
   return out;
 }
 
-void runPipeline(Graph &g, const std::vector<const PassInfo *> &pipeline, const PassManagerOptions &opts,
-                 std::ostream &out, std::ostream &err) {
+std::string_view PassContext::option(std::string_view key, std::string_view fallback) const {
+  auto it = options.find(key);
+  return it == options.end() ? fallback : std::string_view(it->second);
+}
+
+int64_t PassContext::intOption(std::string_view key, int64_t fallback, int64_t lo, int64_t hi) const {
+  auto it = options.find(key);
+  if (it == options.end()) return fallback;
+  const std::string &v = it->second;
+  int64_t x = 0;
+  auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+  if (ec != std::errc() || ptr != v.data() + v.size() || x < lo || x > hi)
+    fail("pass '" + std::string(pass) + "': option " + std::string(key) + "=" + v + " is not an integer in [" +
+         std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  return x;
+}
+
+TargetInfo TargetInfo::forTarget(std::string_view name, bool gridOnHost) {
+  TargetInfo t;
+  t.name = std::string(name);
+  t.gpuGrid = name == "ptx" || gridOnHost;
+  if (t.gpuGrid) {
+    t.maxThreadsPerBlock = 256; // the launches planned today: 256-thread blocks
+    t.maxGridThreads = INT32_MAX;
+    t.vectorBytes = 4;
+  }
+  unsigned hw = std::thread::hardware_concurrency();
+  t.hostThreads = hw ? static_cast<int>(hw) : 1;
+#ifdef _SC_LEVEL1_DCACHE_SIZE
+  if (long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE); l1 > 0) t.l1Bytes = l1;
+  if (long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE); l2 > 0) t.l2Bytes = l2;
+#endif
+  return t;
+}
+
+void runPipeline(Graph &g, const std::vector<PipelineEntry> &pipeline, const PassManagerOptions &opts,
+                 std::ostream &out, std::ostream &err, const TargetInfo &target) {
   using Clock = std::chrono::steady_clock;
   std::vector<std::pair<std::string_view, double>> times;
   if (!opts.dumpDir.empty()) {
@@ -63,12 +160,13 @@ void runPipeline(Graph &g, const std::vector<const PassInfo *> &pipeline, const 
     if (ec) fail("cannot create dump directory '" + opts.dumpDir + "': " + ec.message());
   }
   unsigned index = 0;
-  for (const PassInfo *p : pipeline) {
+  for (const PipelineEntry &entry : pipeline) {
+    const PassInfo *p = entry.pass;
     ++index;
     const UOp *before = g.root;
     if (opts.beforePass) opts.beforePass(p->flag, g);
     auto t0 = Clock::now();
-    p->run(g);
+    p->run(g, PassContext{target, entry.options, p->flag});
     double secs = std::chrono::duration<double>(Clock::now() - t0).count();
     times.push_back({p->flag, secs});
     if (opts.verifyEach) {
@@ -110,6 +208,14 @@ void runPipeline(Graph &g, const std::vector<const PassInfo *> &pipeline, const 
     std::snprintf(line, sizeof line, "  %10.6f s  100.0%%  total\n", total);
     err << line;
   }
+}
+
+void linearizeForRendering(Graph &g, const TargetInfo &target) {
+  bool sink = false;
+  for (const UOp *u : toposort(g.root)) sink |= u->op == Op::CALL && u->nsrc > 0 && u->src(0)->op == Op::SINK;
+  if (!sink) return;
+  std::ostringstream out, err;
+  runPipeline(g, parsePipeline("lower-index,linearize"), PassManagerOptions{}, out, err, target);
 }
 
 } // namespace uopc

@@ -1,34 +1,75 @@
 //===- PassManager.h - named passes, pipelines and instrumentation --------===//
-// Passes are functions Graph& -> void registered in one table (Passes.def). The manager runs a
-// pipeline and owns every dump and check around the passes: printing after a pass, dumping each
-// pass's result to a numbered file, timing, and verifying after each pass. Passes never print.
+// Passes are functions (Graph&, const PassContext&) -> void registered in one table (Passes.def). A pass
+// sees the target the kernels are for (TargetInfo) and the options its pipeline entry gave it
+// ("linearize{grid=1}"). The manager runs a pipeline and owns every dump and check around the passes:
+// printing after a pass, dumping each pass's result to a numbered file, timing, and verifying after
+// each pass. Passes never print.
 #pragma once
 
 #include "IR/Graph.h"
 
+#include <cstdint>
 #include <functional>
 #include <iosfwd>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace uopc {
 
-using PassFn = void (*)(Graph &);
+/// What a pass may know of the machine its kernels are rendered for. The defaults describe a CPU.
+struct TargetInfo {
+  std::string name = "c";     ///< the --target name: c, llvm or ptx
+  bool gpuGrid = false;       ///< kernels run as a grid of threads (ptx, llvm --grid-on-host)
+  int vectorBytes = 32;       ///< the widest vector register the kernels may use
+  int64_t maxThreadsPerBlock = 1; ///< GPU: threads in one block (1 on a CPU)
+  int64_t maxGridThreads = 1;     ///< GPU: threads in one launch's x dimension times the block (1 on a CPU)
+  int hostThreads = 1;        ///< CPU: cores the runner may use
+  int64_t l1Bytes = 32 << 10; ///< data cache sizes, as the machine reports them (fallbacks otherwise)
+  int64_t l2Bytes = 1 << 20;
+  /// The target for `--target NAME` (with --grid-on-host for llvm); cache sizes from this machine.
+  static TargetInfo forTarget(std::string_view name, bool gridOnHost = false);
+};
+
+/// A pipeline entry's options: "flag{key=value,key=value}".
+using PassOptions = std::map<std::string, std::string, std::less<>>;
+
+struct PassContext {
+  const TargetInfo &target;
+  const PassOptions &options;
+  /// The value of an option the pass declared, or `fallback`.
+  std::string_view option(std::string_view key, std::string_view fallback = {}) const;
+  /// An integer option; throws Error naming the pass when it is not an integer in [lo, hi].
+  int64_t intOption(std::string_view key, int64_t fallback, int64_t lo, int64_t hi) const;
+  std::string_view pass;
+};
+
+using PassFn = void (*)(Graph &, const PassContext &);
 
 struct PassInfo {
   std::string_view flag;
   PassFn run;
+  bool inDefault;                 ///< part of the default pipeline
+  std::string_view options;       ///< the option keys it takes, space-separated ("" for none)
   std::string_view description;
+};
+
+/// One entry of a pipeline: a pass and its options.
+struct PipelineEntry {
+  const PassInfo *pass = nullptr;
+  PassOptions options;
+  PipelineEntry(const PassInfo *p, PassOptions o = {}) : pass(p), options(std::move(o)) {} // NOLINT: implicit
 };
 
 /// Every registered pass, in registry order.
 const std::vector<PassInfo> &allPasses();
 const PassInfo *findPass(std::string_view flag);
-/// The default pipeline: every registered pass in order.
+/// The default pipeline: the registered passes marked default, in order.
 std::vector<std::string> defaultPipeline();
-/// Parses "a,b,c"; throws Error naming an unknown pass.
-std::vector<const PassInfo *> parsePipeline(std::string_view text);
+/// Parses "a,b{key=value,key=value},c"; throws Error naming an unknown pass or option. Empty text is
+/// the empty pipeline.
+std::vector<PipelineEntry> parsePipeline(std::string_view text);
 
 struct PassManagerOptions {
   bool printAfterAll = false;
@@ -42,7 +83,12 @@ struct PassManagerOptions {
 };
 
 /// Runs `pipeline` on `g`. Printing goes to `out`, timings to `err`. Throws Error from a pass.
-void runPipeline(Graph &g, const std::vector<const PassInfo *> &pipeline, const PassManagerOptions &opts,
-                 std::ostream &out, std::ostream &err);
+void runPipeline(Graph &g, const std::vector<PipelineEntry> &pipeline, const PassManagerOptions &opts,
+                 std::ostream &out, std::ostream &err, const TargetInfo &target = TargetInfo{});
+
+/// The targets render linearized kernels: when some kernel CALL of g is still a SINK (a pipeline that
+/// stopped before linearize), runs lower-index and linearize for `target`. A no-op on a graph whose
+/// kernels are all LINEAR (what --print-after=linearize printed renders as it is).
+void linearizeForRendering(Graph &g, const TargetInfo &target);
 
 } // namespace uopc

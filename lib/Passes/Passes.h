@@ -2,10 +2,17 @@
 #pragma once
 
 #include "IR/Graph.h"
+#include "Passes/PassManager.h"
 
 namespace uopc {
 
-#define UOPC_PASS(Flag, Function, Description) void Function(Graph &g);
+#define UOPC_PASS(Flag, Function, Default, Options, Description) void Function(Graph &g, const PassContext &pc);
 #include "Passes/Passes.def"
+
+/// lower-index's rewrite of one kernel SINK (what the pass does to every kernel).
+const UOp *lowerIndexKernel(Context &c, const UOp *sink);
+/// One kernel CALL through lower-index and linearize for `target` (a CALL whose body is not a SINK is
+/// returned as it is): for tools and tests that build kernels by hand.
+const UOp *linearizeKernelCall(Context &c, const UOp *call, const TargetInfo &target);
 
 } // namespace uopc

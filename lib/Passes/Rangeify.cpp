@@ -228,7 +228,7 @@ private:
 
 } // namespace
 
-void runRangeify(Graph &g) {
+void runRangeify(Graph &g, const PassContext &) {
   Context &c = *g.ctx;
   checkStateCycles(g, g.root);
   const UOp *root = fixStoreHazards(c, normalizeAfters(c, g.root));

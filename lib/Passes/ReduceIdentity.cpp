@@ -200,7 +200,7 @@ const RuleSet &identityRules() {
 
 } // namespace
 
-void runReduceIdentity(Graph &g) {
+void runReduceIdentity(Graph &g, const PassContext &) {
   ShapeInfo shapes(g);
   IdentityState st;
   st.g = &g;

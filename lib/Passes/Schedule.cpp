@@ -6,6 +6,8 @@
 // docs/schedule.md.
 #include "Passes/Schedule.h"
 
+#include "IR/Kernel.h"
+
 #include "IR/Error.h"
 #include "IR/Range.h"
 #include "IR/Records.h"
@@ -193,7 +195,7 @@ struct Builder {
       if (!on) continue;
       const UOp *u = calls[c];
       path += (path.empty() ? "" : " -> ") + g.describe(u) +
-              (u->src(0)->op == Op::SINK ? " (kernel " + kernelName(u) + ")" : " (copy)");
+              (kernelSink(u) ? " (kernel " + kernelName(u) + ")" : " (copy)");
     }
     fail("schedule: cycle detected while combining buffer states: " + path +
          " must each run before the next (a stale read: a value is read both before and after an overwrite of "
@@ -206,7 +208,7 @@ struct Builder {
     std::set<std::string> kernelNames;
     for (size_t ci = 0; ci < s.calls.size(); ++ci) {
       const UOp *call = s.calls[ci];
-      const UOp *body = call->src(0);
+      const UOp *body = kernelSink(call) ? kernelSink(call) : call->src(0);
       size_t out = bufferIndex(call, call->src(1));
       const SchedBuffer &ob = s.buffers[out];
       if (body->op == Op::COPY) {
@@ -327,9 +329,9 @@ struct Builder {
       written[ob] = 1;
       for (const UOp *a : call->src().subspan(2))
         if (a->op != Op::AFTER) readInitial[bufferIndex(call, a)] = 1;
-      if (out->op != Op::AFTER && call->src(0)->op == Op::SINK) {
+      if (const UOp *sink = kernelSink(call); out->op != Op::AFTER && sink) {
         // the kernel loads from slot 0: an INDEX of it used other than as a STORE's target
-        for (const UOp *u : toposort(call->src(0)))
+        for (const UOp *u : toposort(sink))
           for (size_t i = 0; i < u->nsrc; ++i) {
             const UOp *x = u->src(i);
             if (x->op == Op::INDEX && x->src(0)->op == Op::PARAM && !(u->op == Op::STORE && i == 0) &&
@@ -337,7 +339,7 @@ struct Builder {
               readInitial[ob] = 1;
           }
         // a store that may leave elements unwritten keeps their prior contents: the buffer is inout too
-        if (!readInitial[ob] && !coversAllDevices(call->src(0), ob)) readInitial[ob] = 1;
+        if (!readInitial[ob] && !coversAllDevices(sink, ob)) readInitial[ob] = 1;
       }
     }
     for (size_t b = 0; b < s.buffers.size(); ++b)
@@ -446,7 +448,7 @@ Schedule buildSchedule(const Graph &g) {
 /// The `schedule` pass: checks and plans (buildSchedule), then records the plan in the graph: every
 /// top-level CALL is tagged with its position in execution order, every intermediate BUFFER with its
 /// byte offsets (one per device) in the device arenas. Kernel bodies are untouched.
-void runSchedule(Graph &g) {
+void runSchedule(Graph &g, const PassContext &) {
   Schedule s = buildSchedule(g);
   Context &c = *g.ctx;
   std::unordered_map<const UOp *, const Arg *> tags;

@@ -15,7 +15,7 @@
 
 namespace uopc {
 
-void runSimplify(Graph &g) {
+void runSimplify(Graph &g, const PassContext &) {
   ShapeInfo shapes(g);
   SymbolicCtx sc;
   sc.allow = [&shapes](const UOp *u) {

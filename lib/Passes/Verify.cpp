@@ -4,6 +4,6 @@
 
 namespace uopc {
 
-void runVerify(Graph &g) { verifyGraph(g); }
+void runVerify(Graph &g, const PassContext &) { verifyGraph(g); }
 
 } // namespace uopc

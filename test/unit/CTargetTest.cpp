@@ -12,6 +12,8 @@
 #include "Passes/Symbolic/Symbolic.h"
 #include "Targets/CTarget.h"
 
+#include "Passes/Passes.h"
+
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -169,6 +171,7 @@ Graph kernelGraph(const fs::path &graphFile, const std::string &pipeline = kKern
   Graph g = readGraphFile(graphFile.string());
   std::ostringstream out, err;
   runPipeline(g, parsePipeline(pipeline), {}, out, err);
+  linearizeForRendering(g, TargetInfo{});
   return g;
 }
 
@@ -297,7 +300,7 @@ std::pair<std::string, std::string> bothWays(KernelBuilder &kb, const UOp *call,
   bufs.insert(bufs.end(), inputs.begin(), inputs.end());
   std::vector<uint64_t> args;
   for (auto &b : bufs) args.push_back(reinterpret_cast<uint64_t>(b.data()));
-  callKernel(loadKernel(emitCKernel(kb.c, call, 0, "k0"), compiler), args);
+  callKernel(loadKernel(emitCKernel(kb.c, linearizeKernelCall(kb.c, call, TargetInfo{}), 0, "k0"), compiler), args);
   return {ref.at(0)[0], bufs[0]};
 }
 
@@ -381,7 +384,7 @@ TEST_CASE("every corpus kernel compiles with gcc and clang -std=c11 -Wall -Werro
     }
     int n = 0;
     for (const UOp *call : callOrder(g)) {
-      if (call->src(0)->op != Op::SINK) continue;
+      if (call->src(0)->op != Op::LINEAR) continue;
       for (size_t d = 0; d < deviceCount(rawBuffer(call->src(1))); ++d) {
         std::string name = dir.filename().string() + "_k" + std::to_string(n++);
         try {

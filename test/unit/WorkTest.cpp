@@ -1,6 +1,7 @@
 // Unit tests of the work model (IR/Work.h): Count's arithmetic and printing, and kernelWork against counts
 // done by hand on small kernels, and against the interpreter's evaluation of every element (tensorWork).
 #include "IR/GraphIO.h"
+#include "IR/Kernel.h"
 #include "IR/Work.h"
 #include "Passes/PassManager.h"
 #include "Passes/Schedule.h"
@@ -39,13 +40,13 @@ namespace {
 std::vector<KernelWork> kernelWorks(const std::string &json) {
   Graph g = readGraphJson(json);
   std::ostringstream out, err;
-  std::vector<const PassInfo *> pipeline;
+  std::vector<PipelineEntry> pipeline;
   for (const std::string &p : defaultPipeline()) pipeline.push_back(findPass(p));
   runPipeline(g, pipeline, {}, out, err);
   Schedule s = buildSchedule(g);
   std::vector<KernelWork> w;
   for (const SchedStep &st : s.steps)
-    if (st.kind == SchedStep::Kind::Kernel) w.push_back(kernelWork(s.kernels[st.kernel].call->src(0)));
+    if (st.kind == SchedStep::Kind::Kernel) w.push_back(kernelWork(kernelSink(s.kernels[st.kernel].call)));
   return w;
 }
 

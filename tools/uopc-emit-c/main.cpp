@@ -6,6 +6,7 @@
 #include "IR/Error.h"
 #include "IR/GraphIO.h"
 #include "IR/Records.h"
+#include "IR/Kernel.h"
 #include "Passes/PassManager.h"
 #include "Targets/CTarget.h"
 
@@ -35,6 +36,7 @@ int main(int argc, char **argv) {
     Graph g = readGraphFile(graph);
     std::ostringstream out, err;
     runPipeline(g, parsePipeline(pipeline), {}, out, err);
+    linearizeForRendering(g, TargetInfo::forTarget("c"));
     int n = 0;
     for (const UOp *u : toposort(g.root)) {
       if (u->op != Op::CALL) continue;
@@ -42,7 +44,7 @@ int main(int argc, char **argv) {
         std::cout << "/* copy " << n++ << " (run by the runner) */\n";
         continue;
       }
-      if (u->src(0)->op != Op::SINK) continue;
+      if (!kernelSink(u)) continue;
       const UOp *raw = u->src(1);
       while (raw->op == Op::AFTER) raw = raw->src(0);
       size_t nd = std::max<size_t>(1, ParamArg::decode(raw->arg).devices.size());

@@ -9,6 +9,7 @@
 #include "IR/Error.h"
 #include "IR/GraphIO.h"
 #include "IR/Records.h"
+#include "IR/Kernel.h"
 #include "Passes/PassManager.h"
 #include "Targets/LLVMTarget.h"
 
@@ -45,6 +46,8 @@ int main(int argc, char **argv) {
     Graph g = readGraphFile(graph);
     std::ostringstream out, err;
     runPipeline(g, parsePipeline(pipeline), {}, out, err);
+    linearizeForRendering(g, TargetInfo::forTarget(options.mapping == LLVMEmitOptions::Mapping::PTX ? "ptx" : "llvm",
+                                                    options.mapping == LLVMEmitOptions::Mapping::GridOnHost));
     int n = 0;
     for (const UOp *u : toposort(g.root)) {
       if (u->op != Op::CALL) continue;
@@ -52,7 +55,7 @@ int main(int argc, char **argv) {
         std::cout << "; copy " << n++ << " (run by the runner)\n";
         continue;
       }
-      if (u->src(0)->op != Op::SINK) continue;
+      if (!kernelSink(u)) continue;
       const UOp *raw = u->src(1);
       while (raw->op == Op::AFTER) raw = raw->src(0);
       size_t nd = std::max<size_t>(1, ParamArg::decode(raw->arg).devices.size());

@@ -1,19 +1,20 @@
-//===- CEmitter.cpp - renders one kernel CALL as a C11 translation unit ---===//
-// Walks the kernel body from its stores: each END opens one loop per RANGE, each node becomes one `const`
-// local in the innermost loop that all its ranges are open in (so a REDUCE that does not depend on an
-// inner store loop runs once per outer iteration), a REDUCE becomes an accumulator and its own loops.
-// Every value carries a validity expression beside it ("" when always valid): Invalid constants, gates
-// and out-of-bounds indices make it, ALU ops AND it, a load is only performed where it holds, a store
-// only happens where it holds (see CTarget.h for the semantics). CUSTOM/CUSTOMI (only with
-// CEmitOptions::allowCustom) paste their format string with the sources' C expressions substituted:
-// CUSTOMI inline (parenthesized), CUSTOM as a `const` local, a void CUSTOM as a statement of its own.
+//===- CEmitter.cpp - renders one linearized kernel CALL as a C11 translation unit ===//
+// One loop over the kernel's LINEAR items (lib/Passes/Linearize.cpp says what each means): RANGE opens a
+// `for`, END closes it, REDUCE declares an accumulator and STORE(REDUCE, x) updates it, every other value
+// becomes one `const` local where it stands. Nothing is placed, hoisted or proven here: the order, the
+// loops and the bounds checks (lower-index made them INDEX gates) are the IR's.
+// Every value carries a validity expression beside it ("" when always valid): Invalid constants and
+// INDEX gates make it, ALU ops AND it, a load is only performed where it holds, a store only happens
+// where it holds (see CTarget.h for the semantics). CUSTOM/CUSTOMI (only with CEmitOptions::allowCustom)
+// paste their format string with the sources' C expressions substituted: CUSTOMI inline (parenthesized),
+// CUSTOM as a `const` local, a void CUSTOM as a statement of its own.
 #include "Targets/CTarget.h"
 
 #include "IR/Error.h"
+#include "IR/Kernel.h"
 #include "IR/Range.h"
 #include "IR/Records.h"
 #include "IR/ScalarOps.h"
-#include "Passes/Symbolic/Symbolic.h"
 #include "Targets/C/Prelude.h"
 #include "Targets/Reductions.h"
 
@@ -164,44 +165,20 @@ std::string andOk(const std::string &a, const std::string &b) {
   return "(" + a + " && " + b + ")";
 }
 
-/// One C block: a loop body (or the function body) whose items are lines and nested loops.
-struct Block {
-  struct Item {
-    std::string line;
-    std::unique_ptr<Block> child; ///< when set, `line` opens it and a "}" closes it
-    std::shared_ptr<std::string> late; ///< when set, the line is this text, decided after it was placed
-  };
-  std::vector<Item> items;
-  size_t open = SIZE_MAX; ///< index of the child being filled (new lines go before it)
-  const UOp *range = nullptr;
-  std::unordered_map<const UOp *, Val> memo;
-
-  void add(std::string line, std::shared_ptr<std::string> late = nullptr) {
-    Item it{std::move(line), nullptr, std::move(late)};
-    if (open == SIZE_MAX) items.push_back(std::move(it));
-    else items.insert(items.begin() + static_cast<long>(open++), std::move(it));
-  }
-  void render(std::string &out, int depth) const {
-    std::string ind(static_cast<size_t>(depth) * 2, ' ');
-    for (const Item &it : items) {
-      if (it.late && it.late->empty()) continue;
-      out += ind + (it.late ? *it.late : it.line) + "\n";
-      if (it.child) {
-        it.child->render(out, depth + 1);
-        out += ind + "}\n";
-      }
-    }
-  }
-};
-
 struct Emitter {
   Context &ctx;
-  SymbolicCtx sc;
   int64_t deviceNum;
   std::set<Helper> helpers;
   bool needMath = false;
-  std::vector<Block *> stack;
-  std::unordered_map<const UOp *, std::vector<const UOp *>> freeRanges; // sorted by pointer
+  std::vector<std::string> lines; ///< the function body, one statement a line (indentation included)
+  int depth = 1;
+  std::unordered_map<const UOp *, Val> memo; ///< each value's latest definition
+  std::vector<size_t> openLoops;             ///< the line of each open `for`
+  struct Acc {
+    std::string name;
+    size_t okLine; ///< "bool acc_ok = 1;" goes here once the reduced value turns out to be gated
+  };
+  std::unordered_map<const UOp *, Acc> accs;
   std::map<std::string, int> counters;
   std::map<int64_t, DType> slotDType;
   std::set<int64_t> written;
@@ -212,6 +189,7 @@ struct Emitter {
   bool customStatements = false; ///< a void CUSTOM was rendered (a kernel may then store nothing)
 
   Emitter(Context &c, int64_t dev) : ctx(c), deviceNum(dev) {}
+  void line(const std::string &text) { lines.push_back(std::string(static_cast<size_t>(depth) * 2, ' ') + text); }
 
   std::string fresh(const std::string &prefix) { return prefix + std::to_string(counters[prefix]++); }
   void use(Helper h) { helpers.insert(h), needMath = true; }
@@ -219,17 +197,7 @@ struct Emitter {
   // ---- analysis -----------------------------------------------------------------------------------
   void analyze(const UOp *body) {
     for (const UOp *u : toposort(body)) {
-      std::vector<const UOp *> rs;
-      if (u->op == Op::RANGE) rs.push_back(u);
-      for (const UOp *s : u->src()) {
-        auto &sr = freeRanges[s];
-        rs.insert(rs.end(), sr.begin(), sr.end());
-      }
-      if (u->op == Op::REDUCE || u->op == Op::END)
-        for (const UOp *r : u->src().subspan(1)) rs.erase(std::remove(rs.begin(), rs.end(), r), rs.end());
-      std::sort(rs.begin(), rs.end());
-      rs.erase(std::unique(rs.begin(), rs.end()), rs.end());
-      freeRanges[u] = std::move(rs);
+      if (u->op == Op::SPECIAL) failAt(u, "a GPU thread coordinate: the C target renders loops (linearize without grid)");
       if (!supportedDType(u->dtype) && u->dtype != DType::Void)
         failAt(u, "dtype " + std::string(dtypeName(u->dtype)) + " is not supported");
       if (u->op == Op::CUSTOM || u->op == Op::CUSTOMI) {
@@ -292,44 +260,6 @@ struct Emitter {
     }
   }
 
-  // ---- blocks -------------------------------------------------------------------------------------
-  size_t targetOf(const UOp *u) {
-    const auto &rs = freeRanges[u];
-    for (size_t j = stack.size(); j-- > 1;)
-      if (std::binary_search(rs.begin(), rs.end(), stack[j]->range)) return j;
-    return 0;
-  }
-  /// Opens `for (r = 0; r < size; r++)` in the innermost block and makes it the innermost.
-  void openLoop(const UOp *r) {
-    Val n = emit(r->src(0));
-    Block *b = stack.back();
-    std::string name = "r" + std::to_string(r->arg && r->arg->kind == ArgKind::Tuple && r->arg->count
-                                                ? r->arg->elems()[0]->i()
-                                                : static_cast<int64_t>(r->index));
-    for (Block *s : stack)
-      if (s->range && s->memo.count(s->range) && s->memo[s->range].v == name) name = fresh(name + "_");
-    std::string t = computeType(r->dtype);
-    auto child = std::make_unique<Block>();
-    child->range = r;
-    child->memo[r] = {name, ""};
-    Block *c = child.get();
-    size_t pos = b->open == SIZE_MAX ? b->items.size() : b->open;
-    b->items.insert(b->items.begin() + static_cast<long>(pos),
-                    Block::Item{"for (" + t + " " + name + " = 0; " + name + " < " + n.v + "; " + name + "++) {",
-                                std::move(child), nullptr});
-    openSaved.push_back(b->open);
-    b->open = pos;
-    stack.push_back(c);
-  }
-  std::vector<size_t> openSaved;
-  void closeLoop() {
-    stack.pop_back();
-    Block *b = stack.back();
-    size_t saved = openSaved.back();
-    openSaved.pop_back();
-    b->open = saved == SIZE_MAX ? SIZE_MAX : saved + 1;
-  }
-
   /// Declares `const T name = expr;` (and its validity) in block t.
   ///
   /// Past kSpillAfter declarations, every kSpillEvery-th value goes through a volatile local: GCC's
@@ -338,116 +268,53 @@ struct Emitter {
   /// kSpillEvery values (a store and a load each, nothing in kernels below kSpillAfter values).
   static constexpr size_t kSpillAfter = 4000, kSpillEvery = 500;
   size_t declared = 0;
-  Val declare(size_t t, DType dt, const std::string &prefix, const std::string &expr, const std::string &ok) {
+  Val declare(DType dt, const std::string &prefix, const std::string &expr, const std::string &ok) {
     std::string name = fresh(prefix);
     if (++declared > kSpillAfter && declared % kSpillEvery == 0) {
-      stack[t]->add("volatile " + computeType(dt) + " " + name + "_v = " + expr + ";");
-      stack[t]->add("const " + computeType(dt) + " " + name + " = " + name + "_v;");
+      line("volatile " + computeType(dt) + " " + name + "_v = " + expr + ";");
+      line("const " + computeType(dt) + " " + name + " = " + name + "_v;");
     } else {
-      stack[t]->add("const " + computeType(dt) + " " + name + " = " + expr + ";");
+      line("const " + computeType(dt) + " " + name + " = " + expr + ";");
     }
     std::string okName = ok;
     if (!ok.empty() && ok != "0" && ok != "1" && ok.find_first_of("( &|<>=!") != std::string::npos) {
       okName = name + "_ok";
-      stack[t]->add("const bool " + okName + " = " + ok + ";");
+      line("const bool " + okName + " = " + ok + ";");
     }
     return {name, okName};
   }
 
-  // ---- nodes --------------------------------------------------------------------------------------
-  const Val *memoOf(const UOp *u) {
-    for (size_t j = stack.size(); j-- > 0;)
-      if (auto it = stack[j]->memo.find(u); it != stack[j]->memo.end()) return &it->second;
-    return nullptr;
+  // ---- values -----------------------------------------------------------------------------------
+  /// u's C expression: a constant or a variable where used, anything else its latest definition.
+  Val val(const UOp *u) {
+    if (u->op == Op::CONST) return constant(u);
+    if (u->op == Op::PARAM) return param(u);
+    auto it = memo.find(u);
+    if (it == memo.end()) failAt(u, "used before the item that computes it (the LINEAR order is broken)");
+    return it->second;
   }
-  /// The sources node(u) emits first, in the order it emits them (so the C is the same as a recursive
-  /// walk's): REDUCE none (its body is emitted inside its own loops); INDEX the index, the buffer's size
-  /// where access() checks it, then the gates (nothing for a bad INDEX: load() reports it first); LOAD the
-  /// value (its alternative is added by emit() only where node() uses it); other elementwise ops all their
-  /// sources; anything node() refuses, none.
-  std::vector<const UOp *> operands(const UOp *u) {
-    switch (u->op) {
-    case Op::REDUCE: case Op::CONST: case Op::PARAM: case Op::RANGE: return {};
-    case Op::LOAD: return {u->src(0)};
-    case Op::INDEX: {
-      const UOp *p = u->src(0);
-      if (p->op != Op::PARAM || interpScalar(p)) return {};
-      std::vector<const UOp *> ops{u->src(1)};
-      auto n = constBound(p->src(0));
-      if (!(n && indexRange(u).hi < *n)) ops.push_back(p->src(0));
-      for (const UOp *g : u->src().subspan(2)) ops.push_back(g);
-      return ops;
-    }
-    default: break;
-    }
-    if (!isElementwise(u->op) && !isCustomValue(u)) return {};
-    return {u->src().begin(), u->src().end()};
-  }
-  /// Emits u, its operands first in an explicit post-order walk (no recursion on graph depth: a chain of
-  /// thousands of ops is one loop here, and node()'s own emit() calls find their operands memoized).
-  Val emit(const UOp *u) {
-    if (const Val *m = memoOf(u)) return *m;
-    struct Frame {
-      const UOp *u;
-      std::vector<const UOp *> ops;
-      size_t next = 0;
-    };
-    std::vector<Frame> work;
-    work.push_back({u, operands(u)});
-    std::unordered_set<const UOp *> onPath{u};
-    while (!work.empty()) {
-      Frame &f = work.back();
-      // LOAD(value, alt): the alternative only where the value may be invalid, as node() decides
-      if (f.u->op == Op::LOAD && f.next == 1 && f.ops.size() == 1 && f.u->nsrc > 1 && !memoOf(f.u->src(0))->ok.empty())
-        f.ops.push_back(f.u->src(1));
-      if (f.next < f.ops.size()) {
-        const UOp *s = f.ops[f.next++];
-        if (!memoOf(s) && onPath.insert(s).second) work.push_back({s, operands(s)}); // f is dangling now
-        continue;
-      }
-      const UOp *done = f.u;
-      work.pop_back();
-      onPath.erase(done);
-      if (!memoOf(done)) emitOne(done);
-    }
-    return *memoOf(u);
-  }
-  Val emitOne(const UOp *u) {
-    size_t t = targetOf(u);
-    Val r = u->op == Op::REDUCE ? reduce(u, t) : node(u, t);
-    stack[t]->memo[u] = r;
-    return r;
-  }
-
-  /// The range of INDEX u's index where the access happens: bounds its gates imply need no check.
-  VRange indexRange(const UOp *u) { return indexRangeGivenGates(sc, ctx, u->src(1), u->src().subspan(2)); }
-  /// The validity of an access by INDEX `u` (index value `i`) into buffer PARAM p, bounds included.
-  std::string access(const UOp *p, const UOp *u, const Val &i) {
-    const UOp *size = p->src(0);
-    VRange r = indexRange(u);
+  /// The validity of an access by INDEX u (index value i): the index's and every gate's.
+  std::string access(const UOp *u, const Val &i) {
     std::string ok = i.ok;
-    if (r.lo < 0) ok = andOk(ok, "(" + i.v + " >= 0)");
-    auto n = constBound(size);
-    if (!(n && r.hi < *n)) ok = andOk(ok, "(" + i.v + " < " + emit(size).v + ")");
+    for (const UOp *g : u->src().subspan(2)) ok = andOk(ok, val(g).v);
     return ok;
   }
   std::string bufName(int64_t slot) { return (written.count(slot) ? "out" : "in") + std::to_string(slot); }
 
-  Val load(const UOp *u, size_t t) {
+  Val load(const UOp *u) {
     const UOp *p = u->src(0);
     if (p->op != Op::PARAM || interpScalar(p)) failAt(u, "INDEX of something other than a buffer PARAM");
     int64_t slot = ParamArg::slotOf(p->arg);
-    Val i = emit(u->src(1));
-    std::string ok = access(p, u, i);
-    for (const UOp *g : u->src().subspan(2)) ok = andOk(ok, emit(g).v);
+    Val i = val(u->src(1));
+    std::string ok = access(u, i);
     std::string elem = bufName(slot) + "[" + i.v + "]";
     if (u->dtype == DType::Float16) use(Helper::F16Value), elem = "uopc_f16_value(" + elem + ")";
     if (u->dtype == DType::BFloat16) use(Helper::BF16Value), elem = "uopc_bf16_value(" + elem + ")";
     if (ok == "0") return {literal(u->dtype, isF(u->dtype) ? interp::fromDouble(0) : 0), "0"};
-    if (ok.empty()) return declare(t, u->dtype, "val", elem, "");
-    Val okv = declare(t, DType::Bool, "gate", ok, "");
+    if (ok.empty()) return declare(u->dtype, "val", elem, "");
+    Val okv = declare(DType::Bool, "gate", ok, "");
     std::string zero = literal(u->dtype, isF(u->dtype) ? interp::fromDouble(0) : 0);
-    return declare(t, u->dtype, "val", okv.v + " ? " + elem + " : " + zero, okv.v);
+    return declare(u->dtype, "val", okv.v + " ? " + elem + " : " + zero, okv.v);
   }
 
   std::string roundTo(DType dt, const std::string &e) {
@@ -566,8 +433,9 @@ struct Emitter {
                  : "(" + T + ")uopc_shr_s((int64_t)" + a[0] + ", (int64_t)" + a[1] + ")";
     case Op::FLOORDIV: case Op::FLOORMOD: case Op::CDIV: case Op::CMOD: {
       bool isDiv = op == Op::FLOORDIV || op == Op::CDIV;
+      // C's / and % are CDIV/CMOD (lower-index made the floor forms that agree with them C-style)
       auto d = constBound(u->src(1));
-      if ((uns || sc.ranges.vmin(u->src(0)) >= 0) && d && *d > 0)
+      if ((uns || op == Op::CDIV || op == Op::CMOD) && d && *d > 0)
         return "(" + T + ")(" + a[0] + (isDiv ? " / " : " % ") + a[1] + ")";
       use(Helper::IntDiv);
       std::string fn = uns ? (isDiv ? "uopc_div_u" : "uopc_mod_u")
@@ -588,34 +456,34 @@ struct Emitter {
     }
   }
 
-  Val node(const UOp *u, size_t t) {
+  Val param(const UOp *u) {
+    ParamArg pa = ParamArg::decode(u->arg);
+    if (!interpScalar(u)) failAt(u, "a buffer PARAM must be read through INDEX");
+    if (*pa.name == "_device_num") return {literal(u->dtype, interp::intToWord(u->dtype, deviceNum)), ""};
+    std::string a = varArgs.at(*pa.name);
+    return {u->dtype == DType::Int64 || u->dtype == DType::WeakInt ? a : "((" + storageType(u->dtype) + ")" + a + ")", ""};
+  }
+
+  /// A value item: u computed from the values of its sources.
+  Val node(const UOp *u) {
     switch (u->op) {
-    case Op::CONST: return constant(u);
-    case Op::RANGE: failAt(u, "a RANGE used outside its loop");
-    case Op::PARAM: {
-      ParamArg pa = ParamArg::decode(u->arg);
-      if (!interpScalar(u)) failAt(u, "a buffer PARAM must be read through INDEX");
-      if (*pa.name == "_device_num") return {literal(u->dtype, interp::intToWord(u->dtype, deviceNum)), ""};
-      std::string a = varArgs.at(*pa.name);
-      return {u->dtype == DType::Int64 || u->dtype == DType::WeakInt ? a : "((" + storageType(u->dtype) + ")" + a + ")", ""};
-    }
-    case Op::INDEX: return load(u, t);
+    case Op::INDEX: return load(u);
     case Op::LOAD: {
-      Val v = emit(u->src(0));
+      Val v = val(u->src(0));
       if (u->nsrc > 1 && !v.ok.empty()) {
-        Val alt = emit(u->src(1));
+        Val alt = val(u->src(1));
         // valid where the read is, else as valid as the alternative
         std::string ok = alt.ok.empty() ? "" : alt.ok == "0" ? v.ok : "(" + v.ok + " || " + alt.ok + ")";
-        return declare(t, u->dtype, "val", v.ok + " ? " + v.v + " : " + alt.v, ok);
+        return declare(u->dtype, "val", v.ok + " ? " + v.v + " : " + alt.v, ok);
       }
       return v;
     }
-    case Op::CUSTOM: case Op::CUSTOMI: return custom(u, t);
+    case Op::CUSTOM: case Op::CUSTOMI: return custom(u);
     default: break;
     }
     if (!isElementwise(u->op)) failAt(u, "the C target cannot render this op");
     std::vector<Val> s;
-    for (const UOp *x : u->src()) s.push_back(emit(x));
+    for (const UOp *x : u->src()) s.push_back(val(x));
     std::vector<std::string> a;
     for (const Val &v : s) a.push_back(v.v);
     opsUsed.insert(std::string(opName(u->op)));
@@ -625,7 +493,7 @@ struct Emitter {
         std::string t1 = s[1].ok.empty() ? "1" : s[1].ok, t2 = s[2].ok.empty() ? "1" : s[2].ok;
         ok = andOk(ok, "(" + a[0] + " ? " + t1 + " : " + t2 + ")");
       }
-      return declare(t, u->dtype, "alu", a[0] + " ? " + a[1] + " : " + a[2], ok);
+      return declare(u->dtype, "alu", a[0] + " ? " + a[1] + " : " + a[2], ok);
     }
     std::string ok;
     for (const Val &v : s) ok = andOk(ok, v.ok);
@@ -637,73 +505,73 @@ struct Emitter {
       e = fromBits(u->dtype, bitsOf(in, a[0]));
     } else e = isF(in) ? floatAlu(u->op, u->dtype, in, a) : intAlu(u, u->op, u->dtype, in, a);
     if (e.empty()) failAt(u, "op not defined on " + std::string(dtypeName(in)));
-    return declare(t, u->dtype, u->op == Op::CAST ? "cast" : "alu", e, ok);
+    return declare(u->dtype, u->op == Op::CAST ? "cast" : "alu", e, ok);
   }
 
   /// CUSTOMI: the formatted text inline, parenthesized; CUSTOM: a `const` local of the node's dtype. Both
   /// are elementwise: the sources are values (an INDEX source is the element it loads) and the result is
   /// Invalid where any source is. float16/bfloat16 results are rounded like every other op's.
-  Val custom(const UOp *u, size_t t) {
+  Val custom(const UOp *u) {
     if (u->dtype == DType::Void) failAt(u, "a void CUSTOM is a statement: it must be a source of the kernel SINK "
                                            "(or of an END there), not a value");
     std::vector<std::string> a;
     std::string ok;
     for (const UOp *x : u->src()) {
-      Val v = emit(x);
+      Val v = val(x);
       a.push_back(v.v);
       ok = andOk(ok, v.ok);
     }
     opsUsed.insert(std::string(opName(u->op)));
     std::string e = roundTo(u->dtype, parenthesize(formatCustom(u, a)));
     if (u->op == Op::CUSTOMI) return {e, ok};
-    return declare(t, u->dtype, "custom", e, ok);
+    return declare(u->dtype, "custom", e, ok);
   }
-  /// A void CUSTOM (a SINK source, or an END's): its formatted text as a statement inside the loops of
-  /// the END's ranges and of its sources, only where every source is valid.
-  void customStatement(const UOp *e, const UOp *c) {
-    std::vector<const UOp *> loops = statementLoops(e, c->src());
-    for (const UOp *r : loops) openLoop(r);
+  /// A void CUSTOM item: its formatted text as a statement, only where every source is valid.
+  void customStatement(const UOp *c) {
     std::vector<std::string> a;
     std::string ok;
     for (const UOp *x : c->src()) {
-      Val v = emit(x);
+      Val v = val(x);
       a.push_back(v.v);
       ok = andOk(ok, v.ok);
     }
     opsUsed.insert("CUSTOM");
     customStatements = true;
-    std::string line = formatCustom(c, a);
-    Block *b = stack.back();
+    std::string text = formatCustom(c, a);
     if (ok == "0") {
-      b->add("/* every lane is Invalid: CUSTOM statement not run */");
+      line("/* every lane is Invalid: CUSTOM statement not run */");
     } else if (ok.empty()) {
-      b->add(line);
+      line(text);
     } else { // the statement in a block of its own: its text may end in a // comment
-      auto child = std::make_unique<Block>();
-      child->add(line);
-      size_t pos = b->open == SIZE_MAX ? b->items.size() : b->open++;
-      b->items.insert(b->items.begin() + static_cast<long>(pos), Block::Item{"if (" + ok + ") {", std::move(child), nullptr});
+      line("if (" + ok + ") {");
+      ++depth;
+      line(text);
+      --depth;
+      line("}");
     }
-    for (size_t k = 0; k < loops.size(); ++k) closeLoop();
   }
 
-  Val reduce(const UOp *u, size_t t) {
+  /// REDUCE u: its accumulator, at its identity.
+  void accumulator(const UOp *u) {
     Op op = u->arg->elems()[0]->op();
     DType dt = u->dtype;
     if (op != Op::ADD && op != Op::MUL && op != Op::MAX) failAt(u, "unsupported reduce op");
     opsUsed.insert(op == Op::ADD ? "SUM" : op == Op::MUL ? "PROD" : "MAXREDUCE");
-    std::string acc = fresh("acc"), ok = acc + "_ok";
+    std::string acc = fresh("acc");
+    line(computeType(dt) + " " + acc + " = " + literal(dt, interp::reduceIdentity(op, dt)) + ";");
+    accs[u] = {acc, lines.size()};
+    lines.emplace_back(); // the validity flag's line, filled in if the reduced value is gated
+    memo[u] = {roundTo(dt, acc), ""};
+  }
+  /// STORE(REDUCE u, x): acc = acc <op> x.
+  void accumulate(const UOp *u, const UOp *xu) {
+    auto it = accs.find(u);
+    if (it == accs.end()) failAt(u, "an accumulation before its REDUCE item");
+    const std::string &acc = it->second.name, ok = acc + "_ok";
+    Op op = u->arg->elems()[0]->op();
+    DType dt = u->dtype;
     std::string T = computeType(dt);
-    stack[t]->add(T + " " + acc + " = " + literal(dt, interp::reduceIdentity(op, dt)) + ";");
-    auto okLine = std::make_shared<std::string>(); // "bool acc_ok = 1;" once x turns out to be gated
-    stack[t]->add("", okLine);
-    std::vector<Block *> tail(stack.begin() + static_cast<long>(t) + 1, stack.end());
-    stack.resize(t + 1);
-    for (const UOp *r : u->src().subspan(1)) {
-      if (r->op != Op::RANGE) failAt(u, "a REDUCE over a non-RANGE");
-      openLoop(r);
-    }
-    Val x = emit(u->src(0));
+    Val x = val(xu);
     std::string step;
     if (isF(dt))
       step = op == Op::ADD ? acc + " + " + x.v : op == Op::MUL ? acc + " * " + x.v
@@ -712,73 +580,95 @@ struct Emitter {
     else if (dt == DType::Bool) step = op == Op::ADD ? "(" + acc + " | " + x.v + ")" : "(" + acc + " & " + x.v + ")";
     else step = "(" + T + ")((uint64_t)" + acc + (op == Op::ADD ? " + " : " * ") + "(uint64_t)" + x.v + ")";
     bool poison = !x.ok.empty();
-    if (!poison && splittableSum(u)) {
-      // the innermost loop is this reduction's last range: mark it as a sum that may run in partial sums
-      Block *parent = stack[stack.size() - 2];
-      for (Block::Item &it : parent->items)
-        if (it.child.get() == stack.back()) {
-          use(Helper::SimdSum);
-          it.line = "UOPC_SIMD_SUM(" + acc + ") " + it.line;
-        }
+    if (!poison && splittableSum(u) && !openLoops.empty()) {
+      // the innermost loop is this reduction's last range: a sum that may run in partial sums
+      use(Helper::SimdSum);
+      std::string &l = lines[openLoops.back()];
+      size_t at = l.find_first_not_of(' ');
+      l.insert(at, "UOPC_SIMD_SUM(" + acc + ") ");
     }
     if (poison) {
-      *okLine = "bool " + ok + " = 1;";
-      stack.back()->add(ok + " = " + ok + " && " + x.ok + ";");
-      stack.back()->add(acc + " = " + x.ok + " ? " + step + " : " + acc + ";");
+      std::string &okLine = lines[it->second.okLine];
+      if (okLine.empty()) okLine = std::string(lines[it->second.okLine - 1].find_first_not_of(' '), ' ') + "bool " + ok + " = 1;";
+      line(ok + " = " + ok + " && " + x.ok + ";");
+      line(acc + " = " + x.ok + " ? " + step + " : " + acc + ";");
+      memo[u].ok = ok;
     } else {
-      stack.back()->add(acc + " = " + step + ";");
+      line(acc + " = " + step + ";");
     }
-    for (size_t k = 1; k < u->nsrc; ++k) closeLoop();
-    stack.insert(stack.end(), tail.begin(), tail.end());
-    Val r{acc, poison ? ok : ""};
-    if (dt == DType::Float16 || dt == DType::BFloat16) r.v = declare(t, dt, "red", roundTo(dt, acc), "").v;
-    return r;
   }
 
-  // ---- stores -------------------------------------------------------------------------------------
-  /// The loops a statement (a store, a void CUSTOM) runs in: its END's ranges, then every other range its
-  /// operands use, by range number.
-  std::vector<const UOp *> statementLoops(const UOp *e, std::span<const UOp *const> operands) {
-    std::vector<const UOp *> loops;
-    if (e->op == Op::END)
-      for (const UOp *r : e->src().subspan(1)) {
-        if (r->op != Op::RANGE) failAt(e, "END of a non-RANGE");
-        loops.push_back(r);
-      }
-    std::vector<const UOp *> extra;
-    for (const UOp *x : operands)
-      for (const UOp *r : freeRanges[x])
-        if (std::find(loops.begin(), loops.end(), r) == loops.end() && std::find(extra.begin(), extra.end(), r) == extra.end())
-          extra.push_back(r);
-    std::sort(extra.begin(), extra.end(), [](const UOp *a, const UOp *b) {
-      return a->arg->elems()[0]->i() < b->arg->elems()[0]->i();
-    });
-    loops.insert(loops.end(), extra.begin(), extra.end());
-    return loops;
-  }
-  void store(const UOp *e) {
-    const UOp *st = e->op == Op::END ? e->src(0) : e;
-    if ((st->op == Op::CUSTOM || st->op == Op::CUSTOMI) && st->dtype == DType::Void) return customStatement(e, st);
-    if (st->op != Op::STORE || st->src(0)->op != Op::INDEX || st->src(0)->src(0)->op != Op::PARAM)
-      failAt(e, "expected END(STORE(INDEX(PARAM, i), value), ranges...)");
+  /// STORE(INDEX(buf, i, gates...), v): the write, where it is valid.
+  void store(const UOp *st) {
     const UOp *ix = st->src(0), *p = ix->src(0);
-    const UOp *operands[] = {ix, st->src(1)};
-    std::vector<const UOp *> loops = statementLoops(e, operands);
-    for (const UOp *r : loops) openLoop(r);
-    Val i = emit(ix->src(1));
-    Val v = emit(st->src(1));
-    std::string ok = andOk(access(p, ix, i), v.ok);
-    for (const UOp *g : ix->src().subspan(2)) ok = andOk(ok, emit(g).v);
+    if (ix->op != Op::INDEX || p->op != Op::PARAM) failAt(st, "expected STORE(INDEX(PARAM, i), value)");
+    Val i = val(ix->src(1));
+    Val v = val(st->src(1));
+    std::string ok = andOk(access(ix, i), v.ok);
     if (st->src(1)->dtype != ix->dtype) failAt(st, "stored value's dtype differs from the buffer's");
-    std::string val = v.v;
-    if (ix->dtype == DType::Float16) use(Helper::F16Bits), val = "uopc_f16_bits(" + val + ")";
-    if (ix->dtype == DType::BFloat16) use(Helper::BF16Bits), val = "uopc_bf16_bits(" + val + ")";
-    std::string line = bufName(ParamArg::slotOf(p->arg)) + "[" + i.v + "] = " + val + ";";
-    if (ok == "0") line = "/* every lane is Invalid: nothing stored */";
-    else if (!ok.empty()) line = "if (" + ok + ") " + line;
-    stack.back()->add(line);
-    for (size_t k = 0; k < loops.size(); ++k) closeLoop();
+    std::string value = v.v;
+    if (ix->dtype == DType::Float16) use(Helper::F16Bits), value = "uopc_f16_bits(" + value + ")";
+    if (ix->dtype == DType::BFloat16) use(Helper::BF16Bits), value = "uopc_bf16_bits(" + value + ")";
+    std::string text = bufName(ParamArg::slotOf(p->arg)) + "[" + i.v + "] = " + value + ";";
+    if (ok == "0") text = "/* every lane is Invalid: nothing stored */";
+    else if (!ok.empty()) text = "if (" + ok + ") " + text;
+    line(text);
   }
+
+  /// The loop over the items.
+  void render(std::span<const UOp *const> items) {
+    for (const UOp *u : items) {
+      switch (u->op) {
+      case Op::RANGE: {
+        Val n = val(u->src(0));
+        std::string name = "r" + std::to_string(u->arg && u->arg->kind == ArgKind::Tuple && u->arg->count
+                                                    ? u->arg->elems()[0]->i()
+                                                    : static_cast<int64_t>(u->index));
+        if (loopNames.count(name)) name = fresh(name + "_"); // a RANGE open around itself (same number)
+        std::string t = computeType(u->dtype);
+        openLoops.push_back(lines.size());
+        line("for (" + t + " " + name + " = 0; " + name + " < " + n.v + "; " + name + "++) {");
+        ++depth;
+        loopNames.insert(name);
+        openNames.push_back(name);
+        memo[u] = {name, ""};
+        break;
+      }
+      case Op::END:
+        if (openLoops.empty()) failAt(u, "END without an open loop");
+        openLoops.pop_back();
+        loopNames.erase(openNames.back());
+        openNames.pop_back();
+        --depth;
+        line("}");
+        break;
+      case Op::IF:
+        line("if (" + val(u->src(0)).v + ") {");
+        ++depth;
+        break;
+      case Op::ENDIF:
+        --depth;
+        line("}");
+        break;
+      case Op::REDUCE: accumulator(u); break;
+      case Op::STORE:
+        if (u->src(0)->op == Op::REDUCE) accumulate(u->src(0), u->src(1));
+        else store(u);
+        break;
+      case Op::CUSTOM: case Op::CUSTOMI:
+        if (u->dtype == DType::Void) {
+          customStatement(u);
+          break;
+        }
+        memo[u] = node(u);
+        break;
+      default: memo[u] = node(u); break;
+      }
+    }
+    if (depth != 1) fail("C target: the LINEAR items leave a loop open");
+  }
+  std::set<std::string> loopNames;
+  std::vector<std::string> openNames;
 };
 
 std::string describeLoops(const UOp *sink) {
@@ -803,8 +693,8 @@ std::string sanitizeCName(std::string_view name) {
 
 std::vector<std::string> kernelVariables(const UOp *kernelCall) {
   std::set<std::string> names;
-  if (kernelCall->op == Op::CALL && kernelCall->nsrc > 0 && kernelCall->src(0)->op == Op::SINK)
-    for (const UOp *u : toposort(kernelCall->src(0)))
+  if (const UOp *sink = kernelSink(kernelCall))
+    for (const UOp *u : toposort(sink))
       if (u->op == Op::PARAM && Emitter::interpScalar(u)) {
         ParamArg pa = ParamArg::decode(u->arg);
         if (pa.name && *pa.name != "_device_num") names.insert(*pa.name);
@@ -817,9 +707,9 @@ std::string kernelSignature(const UOp *call) {
   std::vector<std::string> entries(nargs);
   for (size_t i = 0; i < nargs; ++i) entries[i] = std::string(dtypeName(call->src(i + 1)->dtype)) + ":?";
   std::map<std::string, std::pair<int64_t, int64_t>> ranges; // variable -> the range the kernel was compiled for
-  if (call->op == Op::CALL && call->nsrc > 0 && call->src(0)->op == Op::SINK) {
+  if (const UOp *sink = kernelSink(call)) {
     RangeInfo ri;
-    for (const UOp *u : toposort(call->src(0))) {
+    for (const UOp *u : toposort(sink)) {
       if (u->op != Op::PARAM) continue;
       if (Emitter::interpScalar(u)) {
         ParamArg pa = ParamArg::decode(u->arg);
@@ -854,20 +744,18 @@ std::string kernelSignature(const UOp *call) {
 EmittedKernel emitCKernel(Context &ctx, const UOp *call, int64_t deviceNum, std::string_view name,
                           const CEmitOptions &options) {
   if (call->op != Op::CALL || call->nsrc == 0) fail("C target: expected a kernel CALL, got " + std::string(opName(call->op)));
-  const UOp *body = call->src(0);
-  if (body->op == Op::COPY) failAt(call, "a copy is not a kernel: the runner performs it");
-  if (body->op != Op::SINK) failAt(call, "the called body is not a kernel SINK");
+  const UOp *linear = call->src(0);
+  if (linear->op == Op::COPY) failAt(call, "a copy is not a kernel: the runner performs it");
+  if (linear->op == Op::SINK) failAt(call, "the kernel is not linearized: run the pipeline through 'linearize'");
+  if (linear->op != Op::LINEAR || !kernelSink(call)) failAt(call, "the called body is not a LINEAR kernel");
+  const UOp *body = kernelSink(call);
   Emitter em(ctx, deviceNum);
   em.allowCustom = options.allowCustom;
-  body = bindVariables(ctx, body, {{"_device_num", deviceNum}}, &em.sc);
-  body = simplifyWith(ctx, body, symRules(), &em.sc);
-  em.analyze(body);
+  em.analyze(linear);
 
   EmittedKernel k;
   k.symbol = sanitizeCName(name);
-  Block fn;
-  em.stack = {&fn};
-  for (const UOp *e : body->src()) em.store(e);
+  em.render(linearItems(linear));
 
   // signature: one pointer per CALL argument, then the variables
   std::vector<std::string> params;
@@ -902,7 +790,8 @@ EmittedKernel emitCKernel(Context &ctx, const UOp *call, int64_t deviceNum, std:
   for (size_t i = 0; i < params.size(); ++i) src += (i ? ", " : "") + params[i];
   if (params.empty()) src += "void";
   src += ") {\n";
-  fn.render(src, 1);
+  for (const std::string &l : em.lines)
+    if (!l.empty()) src += l + "\n";
   src += "}\n";
   k.source = std::move(src);
   return k;

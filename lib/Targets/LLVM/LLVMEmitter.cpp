@@ -1,15 +1,14 @@
-//===- LLVMEmitter.cpp - renders one kernel CALL as an LLVM IR module (IRBuilder) ===//
-// The structure of the C emitter (C/CEmitter.cpp), block for block: each END opens one loop per RANGE, each
-// node is built once in the innermost loop level that all its ranges are open in, a REDUCE gets an
-// accumulator and its own loops, every value carries a validity flag (nullptr = always valid). A loop level
-// is a chain of basic blocks: while a child loop is open, the level's instructions go before the branch
-// into it (the C emitter's "insert before the open child"); when the child closes, they go on in its exit
-// block. Loop counters and accumulators live in allocas that -O2's mem2reg turns into phis.
+//===- LLVMEmitter.cpp - renders one linearized kernel CALL as an LLVM IR module (IRBuilder) ===//
+// One loop over the kernel's LINEAR items (lib/Passes/Linearize.cpp), as the C target's: RANGE opens a
+// loop (a condition block, a body, an exit), END closes it, IF/ENDIF branch around a guarded thread,
+// REDUCE allocates an accumulator and STORE(REDUCE, x) updates it, every other value is built at the
+// current insertion point. Nothing is placed or proven here: order, loops and bounds checks are the IR's.
+// Loop counters and accumulators live in allocas that -O2's mem2reg turns into phis. Every value carries a
+// validity flag (nullptr = always valid).
 //
-// The GPU mappings (LLVMTarget.h) change only where a store's outer ranges come from: planGrid() picks the
-// END ranges that become the thread id, store() guards and decomposes it, and the function around the
-// stores is either a PTX entry (the id from the special registers) or, on the host, a loop over every
-// thread of the launch (GridOnHost: the mapping checked on a machine without a GPU).
+// The GPU mappings (LLVMTarget.h) read the thread coordinates linearize put in the IR (SPECIAL gidx0 and
+// lidx0, whose sizes are the launch): from the special registers (PTX), or, on the host, from a loop over
+// every thread of the launch (GridOnHost: the mapping checked on a machine without a GPU).
 //
 // Target machines, the -O2 pipeline, libdevice and PTX output are in Machines.cpp.
 #include "Targets/LLVM/Backend.h"
@@ -17,10 +16,10 @@
 #include "Targets/Reductions.h"
 
 #include "IR/Error.h"
+#include "IR/Kernel.h"
 #include "IR/Range.h"
 #include "IR/Records.h"
 #include "IR/ScalarOps.h"
-#include "Passes/Symbolic/Symbolic.h"
 #include "Targets/CTarget.h"
 
 #include <llvm/IR/Constants.h>
@@ -74,30 +73,34 @@ struct Val {
   Value *v = nullptr, *ok = nullptr;
 };
 
-/// One loop level: its blocks, its counter and its memo (the C emitter's Block).
-struct Level {
+/// One open loop.
+struct Loop {
   const UOp *range = nullptr;
-  llvm::BasicBlock *cur = nullptr;    ///< where this level's instructions go (before its terminator, if any)
   llvm::BasicBlock *header = nullptr; ///< the loop's condition block
-  llvm::BasicBlock *exit = nullptr;   ///< where the enclosing level goes on once this loop closes
+  llvm::BasicBlock *exit = nullptr;   ///< where the code goes on once the loop closes
   llvm::AllocaInst *counter = nullptr;
-  std::unordered_map<const UOp *, Val> memo;
   /// Unroll this loop by this much and jam the copies of the reduction inside it into one loop (0: no).
   unsigned jam = 0;
 };
 
 struct Emitter {
   Context &ctx;
-  SymbolicCtx sc;
   int64_t deviceNum;
   llvm::LLVMContext &lc;
   llvm::Module &mod;
   llvm::IRBuilder<> b;
   llvm::Function *fn = nullptr;
   llvm::BasicBlock *entry = nullptr;
-  std::vector<std::unique_ptr<Level>> levels;
-  std::vector<Level *> stack;
-  std::unordered_map<const UOp *, std::vector<const UOp *>> freeRanges; // sorted by pointer
+  std::vector<std::unique_ptr<Loop>> loops; ///< every loop opened (open ones are on `open`)
+  std::vector<Loop *> open;
+  std::vector<llvm::BasicBlock *> ifs; ///< the block after each open IF
+  std::unordered_map<const UOp *, Val> memo; ///< each value's latest definition
+  struct Acc {
+    llvm::AllocaInst *value = nullptr, *ok = nullptr;
+    Loop *outer = nullptr; ///< the loop the accumulator is defined in (nullptr: the function)
+    bool poisoned = false;
+  };
+  std::unordered_map<const UOp *, Acc> accs;
   std::map<int64_t, DType> slotDType;
   std::set<int64_t> written;
   std::map<std::string, std::string> varArgs;
@@ -107,39 +110,27 @@ struct Emitter {
 
   // ---- the GPU mappings --------------------------------------------------------------------------------
   Mapping mapping = Mapping::Loops;
-  /// Per store (the SINK's sources, in order): the END ranges that come from the thread id (outermost
-  /// first) and how many threads they need.
-  struct StorePlan {
-    std::vector<const UOp *> mapped;
-    int64_t threads = 1;
-  };
-  std::vector<StorePlan> plans;
-  size_t storeNo = 0;
   GpuLaunch launch;
-  int64_t launchThreads = 1; ///< global * local
-  Value *gid = nullptr;      ///< i64 global thread id
+  Value *gid = nullptr; ///< GridOnHost: i64 global thread id of the host loop
   std::vector<std::string> libdeviceUsers; ///< ops that call libdevice (PTX)
 
   Emitter(Context &c, int64_t dev, llvm::Module &m) : ctx(c), deviceNum(dev), lc(m.getContext()), mod(m), b(lc) {}
   bool gpu() const { return mapping != Mapping::Loops; }
 
-  // ---- analysis (as the C emitter) -------------------------------------------------------------------
+  // ---- analysis -----------------------------------------------------------------------------------------
   static bool interpScalar(const UOp *u) {
     return u->nsrc == 0 || (u->src(0)->op == Op::STACK && u->src(0)->nsrc == 0);
   }
   void analyze(const UOp *body) {
     for (const UOp *u : toposort(body)) {
-      std::vector<const UOp *> rs;
-      if (u->op == Op::RANGE) rs.push_back(u);
-      for (const UOp *s : u->src()) {
-        auto &sr = freeRanges[s];
-        rs.insert(rs.end(), sr.begin(), sr.end());
+      if (u->op == Op::SPECIAL) {
+        if (!gpu()) failAt(u, "a GPU thread coordinate: the loops mapping renders none (linearize without grid)");
+        auto n = u->nsrc ? constBound(u->src(0)) : std::nullopt;
+        std::string_view which = u->arg && u->arg->kind == ArgKind::String ? u->arg->str() : "";
+        if (!n || *n < 1 || *n > INT32_MAX || (which != "gidx0" && which != "lidx0"))
+          failAt(u, "expected SPECIAL gidx0 or lidx0 of a constant size");
+        (which == "gidx0" ? launch.global[0] : launch.local[0]) = static_cast<int64_t>(*n);
       }
-      if (u->op == Op::REDUCE || u->op == Op::END)
-        for (const UOp *r : u->src().subspan(1)) rs.erase(std::remove(rs.begin(), rs.end(), r), rs.end());
-      std::sort(rs.begin(), rs.end());
-      rs.erase(std::unique(rs.begin(), rs.end()), rs.end());
-      freeRanges[u] = std::move(rs);
       if (!supportedDType(u->dtype) && u->dtype != DType::Void)
         failAt(u, "dtype " + std::string(dtypeName(u->dtype)) + " is not supported");
       if (u->op == Op::CUSTOM || u->op == Op::CUSTOMI) failAt(u, "CUSTOM ops carry C source: only the C target renders them (with --allow-custom)");
@@ -155,53 +146,6 @@ struct Emitter {
       if (u->op == Op::STORE && u->src(0)->op == Op::INDEX && u->src(0)->src(0)->op == Op::PARAM)
         written.insert(ParamArg::decode(u->src(0)->src(0)->arg).slot);
     }
-  }
-
-  /// Which END ranges become the thread id (see LLVMTarget.h). A range is mapped when its size is a
-  /// constant and the store's index depends on it (a store writing one element from several iterations
-  /// keeps their order as a loop); the threads of one store stay below 2^31.
-  void planGrid(const UOp *body) {
-    constexpr int64_t kMaxThreads = INT32_MAX;
-    std::vector<int64_t> writes;
-    std::vector<const UOp *> stores;
-    for (const UOp *e : body->src()) {
-      const UOp *st = e->op == Op::END ? e->src(0) : e;
-      StorePlan p;
-      if (e->op == Op::END && st->op == Op::STORE && st->src(0)->op == Op::INDEX) {
-        const auto &indexRanges = freeRanges[st->src(0)->src(1)];
-        for (const UOp *r : e->src().subspan(1)) {
-          if (r->op != Op::RANGE || !std::binary_search(indexRanges.begin(), indexRanges.end(), r)) continue;
-          auto n = constBound(r->src(0));
-          if (!n || *n < 1 || *n > kMaxThreads / p.threads) continue;
-          p.mapped.push_back(r);
-          p.threads *= static_cast<int64_t>(*n);
-        }
-      }
-      plans.push_back(std::move(p));
-      stores.push_back(st);
-      bool direct = st->op == Op::STORE && st->src(0)->op == Op::INDEX && st->src(0)->src(0)->op == Op::PARAM;
-      writes.push_back(direct ? ParamArg::decode(st->src(0)->src(0)->arg).slot : -1);
-    }
-    // Stores run concurrently on a GPU: any store that could read what another thread writes keeps the
-    // whole kernel on one thread.
-    bool serial = false;
-    for (size_t k = 0; k < stores.size() && !serial; ++k) {
-      const UOp *target = stores[k]->op == Op::STORE ? stores[k]->src(0) : nullptr;
-      for (const UOp *x : toposort(stores[k])) {
-        if (x == target || x->op != Op::INDEX || x->src(0)->op != Op::PARAM || interpScalar(x->src(0))) continue;
-        int64_t slot = ParamArg::decode(x->src(0)->arg).slot;
-        for (size_t j = 0; j < writes.size(); ++j)
-          if (writes[j] == slot && (j != k || !target || x->src(1) != target->src(1))) serial = true;
-      }
-    }
-    int64_t threads = 1;
-    for (StorePlan &p : plans) {
-      if (serial) p = StorePlan{};
-      threads = std::max(threads, p.threads);
-    }
-    launch.local[0] = std::min<int64_t>(threads, 256);
-    launch.global[0] = (threads + launch.local[0] - 1) / launch.local[0];
-    launchThreads = launch.global[0] * launch.local[0];
   }
 
   // ---- types and constants ---------------------------------------------------------------------------
@@ -461,66 +405,42 @@ struct Emitter {
     return f;
   }
 
-  // ---- levels and blocks -----------------------------------------------------------------------------
-  size_t targetOf(const UOp *u) {
-    const auto &rs = freeRanges[u];
-    for (size_t j = stack.size(); j-- > 1;)
-      if (std::binary_search(rs.begin(), rs.end(), stack[j]->range)) return j;
-    return 0;
-  }
-  /// The builder at the end of level t's block (before the branch into an open child loop, if any).
-  void at(size_t t) {
-    llvm::BasicBlock *bb = stack[t]->cur;
-    if (llvm::Instruction *term = bb->getTerminator()) b.SetInsertPoint(term);
-    else b.SetInsertPoint(bb);
-  }
+  // ---- loops ---------------------------------------------------------------------------------------------
   llvm::AllocaInst *makeAlloca(llvm::Type *T, const std::string &name) {
     llvm::IRBuilder<> a(entry, entry->begin());
     return a.CreateAlloca(T, nullptr, name);
-  }
-  /// Moves bb's terminator (if any) to the end of `to` and returns with the builder at the end of bb.
-  void splitAfter(llvm::BasicBlock *bb, llvm::BasicBlock *to) {
-    if (llvm::Instruction *term = bb->getTerminator()) {
-      term->removeFromParent();
-      term->insertInto(to, to->end());
-    }
-    b.SetInsertPoint(bb);
   }
   std::string rangeName(const UOp *r) {
     return "r" + std::to_string(r->arg && r->arg->kind == ArgKind::Tuple && r->arg->count ? r->arg->elems()[0]->i()
                                                                                            : static_cast<int64_t>(r->index));
   }
-  /// Opens `for (r = 0; r < size; r++)` at the innermost level and makes it the innermost.
+  /// RANGE r: `for (r = 0; r < size; r++)` from the current insertion point.
   void openLoop(const UOp *r) {
-    Val n = emit(r->src(0));
-    size_t t = stack.size() - 1;
-    Level *outer = stack[t];
+    Val n = val(r->src(0));
     llvm::Type *T = computeType(r->dtype);
-    auto lv = std::make_unique<Level>();
-    Level *L = lv.get();
-    levels.push_back(std::move(lv));
+    auto lp = std::make_unique<Loop>();
+    Loop *L = lp.get();
+    loops.push_back(std::move(lp));
     std::string name = rangeName(r);
     L->range = r;
     L->counter = makeAlloca(T, name + ".addr");
     L->header = llvm::BasicBlock::Create(lc, name + ".cond", fn);
     auto *body = llvm::BasicBlock::Create(lc, name + ".body", fn);
     L->exit = llvm::BasicBlock::Create(lc, name + ".end", fn);
-    at(t);
     b.CreateStore(llvm::ConstantInt::get(T, 0), L->counter);
-    splitAfter(outer->cur, L->exit);
     b.CreateBr(L->header);
     b.SetInsertPoint(L->header);
     Value *iv = b.CreateLoad(T, L->counter, name + ".iv");
     Value *nv = n.v->getType() == T ? n.v : b.CreateSExtOrTrunc(n.v, T);
     b.CreateCondBr(b.CreateICmpSLT(iv, nv), body, L->exit);
     b.SetInsertPoint(body);
-    L->cur = body;
-    L->memo[r] = {b.CreateLoad(T, L->counter, name), nullptr};
-    stack.push_back(L);
+    memo[r] = {b.CreateLoad(T, L->counter, name), nullptr};
+    open.push_back(L);
   }
-  void closeLoop() {
-    Level *L = stack.back();
-    b.SetInsertPoint(L->cur); // no child is open: the block has no terminator
+  /// END: the latch, then on after the loop.
+  void closeLoop(const UOp *e) {
+    if (open.empty()) failAt(e, "END without an open loop");
+    Loop *L = open.back();
     llvm::Type *T = L->counter->getAllocatedType();
     Value *iv = b.CreateLoad(T, L->counter);
     b.CreateStore(b.CreateAdd(iv, llvm::ConstantInt::get(T, 1)), L->counter);
@@ -535,65 +455,32 @@ struct Emitter {
       loop->replaceOperandWith(0, loop);
       latch->setMetadata(llvm::LLVMContext::MD_loop, loop);
     }
-    stack.pop_back();
-    stack.back()->cur = L->exit;
+    open.pop_back();
+    b.SetInsertPoint(L->exit);
   }
 
-  // ---- nodes -------------------------------------------------------------------------------------------
-  const Val *memoOf(const UOp *u) {
-    for (size_t j = stack.size(); j-- > 0;)
-      if (auto it = stack[j]->memo.find(u); it != stack[j]->memo.end()) return &it->second;
-    return nullptr;
-  }
-  /// The sources node(u) emits first (REDUCE: none here, its body is emitted inside its own loops; INDEX:
-  /// not the buffer; LOAD: the value, and the alternative, which node() may leave unused).
-  static std::span<const UOp *const> operands(const UOp *u) {
-    switch (u->op) {
-    case Op::REDUCE: case Op::CONST: case Op::PARAM: case Op::RANGE: return {};
-    case Op::INDEX: return u->src().subspan(1);
-    default: return u->src();
+  // ---- values ----------------------------------------------------------------------------------------------
+  /// u's value: a constant or a variable where used, a REDUCE's accumulator as it is now, anything else
+  /// its latest definition.
+  Val val(const UOp *u) {
+    if (u->op == Op::CONST) return constant(u);
+    if (u->op == Op::PARAM) return param(u);
+    if (u->op == Op::REDUCE) {
+      auto it = accs.find(u);
+      if (it == accs.end()) failAt(u, "used before its REDUCE item");
+      llvm::Type *T = computeType(u->dtype);
+      Val r{b.CreateLoad(T, it->second.value, "red"), it->second.poisoned ? b.CreateLoad(b.getInt1Ty(), it->second.ok) : nullptr};
+      if (isHalf(u->dtype)) r.v = roundTo(u->dtype, r.v);
+      return r;
     }
+    auto it = memo.find(u);
+    if (it == memo.end()) failAt(u, "used before the item that computes it (the LINEAR order is broken)");
+    return it->second;
   }
-  /// Emits u, its operands first in an explicit post-order walk (no recursion on graph depth: a chain of
-  /// thousands of ops is one loop here, and node()'s own emit() calls find their operands memoized).
-  Val emit(const UOp *u) {
-    if (const Val *m = memoOf(u)) return *m;
-    std::vector<std::pair<const UOp *, size_t>> work{{u, 0}};
-    std::unordered_set<const UOp *> onPath{u};
-    while (!work.empty()) {
-      auto &[x, next] = work.back();
-      auto ops = operands(x);
-      if (next < ops.size()) {
-        const UOp *s = ops[next++];
-        if (!memoOf(s) && onPath.insert(s).second) work.push_back({s, 0});
-        continue;
-      }
-      const UOp *done = x;
-      work.pop_back();
-      onPath.erase(done);
-      if (!memoOf(done)) emitOne(done);
-    }
-    return *memoOf(u);
-  }
-  Val emitOne(const UOp *u) {
-    size_t t = targetOf(u);
-    Val r = u->op == Op::REDUCE ? reduce(u, t) : node(u, t);
-    stack[t]->memo[u] = r;
-    return r;
-  }
-  /// The validity of an access by INDEX u (index value i) into buffer PARAM p, bounds included (those its
-  /// gates imply are not checked again). Builds at the current insertion point (the caller sets it).
-  Value *access(const UOp *p, const UOp *u, const Val &i, size_t t) {
-    const UOp *size = p->src(0), *ix = u->src(1);
-    VRange r = indexRangeGivenGates(sc, ctx, ix, u->src().subspan(2));
-    auto n = constBound(size);
-    Value *sz = nullptr;
-    if (!(n && r.hi < *n)) sz = emit(size).v;
-    at(t);
+  /// The validity of an access by INDEX u (index value i): the index's and every gate's.
+  Value *access(const UOp *u, const Val &i) {
     Value *ok = i.ok;
-    Value *iv = ext64(i.v, ix->dtype);
-    if (r.lo < 0) ok = andOk(ok, b.CreateICmpSGE(iv, i64(0)));
-    if (sz) ok = andOk(ok, b.CreateICmpSLT(iv, ext64(sz, size->dtype)));
+    for (const UOp *g : u->src().subspan(2)) ok = andOk(ok, val(g).v);
     return ok;
   }
   Value *elemPtr(int64_t slot, DType dt, Value *iv64) {
@@ -606,15 +493,12 @@ struct Emitter {
     if (dt == DType::BFloat16) return bf16Value(v);
     return v;
   }
-  Val load(const UOp *u, size_t t) {
+  Val load(const UOp *u) {
     const UOp *p = u->src(0);
     if (p->op != Op::PARAM || interpScalar(p)) failAt(u, "INDEX into something other than a buffer PARAM");
     int64_t slot = ParamArg::decode(p->arg).slot;
-    Val i = emit(u->src(1));
-    std::vector<Value *> gates;
-    for (const UOp *g : u->src().subspan(2)) gates.push_back(emit(g).v);
-    Value *ok = access(p, u, i, t);
-    for (Value *g : gates) ok = andOk(ok, g);
+    Val i = val(u->src(1));
+    Value *ok = access(u, i);
     if (auto *c = llvm::dyn_cast_or_null<llvm::ConstantInt>(ok); c && c->isZero()) return {zeroOf(u->dtype), b.getFalse()};
     if (auto *c = llvm::dyn_cast_or_null<llvm::ConstantInt>(ok); c && c->isOne()) ok = nullptr;
     Value *iv = ext64(i.v, u->src(1)->dtype);
@@ -767,7 +651,8 @@ struct Emitter {
       bool isDiv = op == Op::FLOORDIV || op == Op::CDIV;
       auto d = constBound(u->src(1));
       Value *x = x64(0), *y = x64(1);
-      if ((uns || sc.ranges.vmin(u->src(0)) >= 0) && d && *d > 0) {
+      // one machine division where the op is CDIV/CMOD (lower-index made the floor forms that agree C-style)
+      if ((uns || op == Op::CDIV || op == Op::CMOD) && d && *d > 0) {
         if (uns) return wrapped(isDiv ? b.CreateUDiv(x, y) : b.CreateURem(x, y));
         return wrapped(isDiv ? b.CreateSDiv(x, y) : b.CreateSRem(x, y));
       }
@@ -783,26 +668,35 @@ struct Emitter {
     }
   }
 
-  Val node(const UOp *u, size_t t) {
-    switch (u->op) {
-    case Op::CONST: return constant(u);
-    case Op::RANGE: failAt(u, "a RANGE used outside its loop");
-    case Op::PARAM: {
-      ParamArg pa = ParamArg::decode(u->arg);
-      if (!interpScalar(u)) failAt(u, "a buffer PARAM must be read through INDEX");
-      if (*pa.name == "_device_num") return {literal(u->dtype, interp::intToWord(u->dtype, deviceNum)), nullptr};
-      Value *a = varValues.at(*pa.name);
-      at(t);
-      if (isF(u->dtype)) return {b.CreateSIToFP(a, computeType(u->dtype)), nullptr};
-      if (u->dtype == DType::Bool) return {b.CreateICmpNE(a, i64(0)), nullptr};
-      return {b.CreateTrunc(a, computeType(u->dtype)), nullptr};
+  Val param(const UOp *u) {
+    ParamArg pa = ParamArg::decode(u->arg);
+    if (!interpScalar(u)) failAt(u, "a buffer PARAM must be read through INDEX");
+    if (*pa.name == "_device_num") return {literal(u->dtype, interp::intToWord(u->dtype, deviceNum)), nullptr};
+    Value *a = varValues.at(*pa.name);
+    if (isF(u->dtype)) return {b.CreateSIToFP(a, computeType(u->dtype)), nullptr};
+    if (u->dtype == DType::Bool) return {b.CreateICmpNE(a, i64(0)), nullptr};
+    return {b.CreateTrunc(a, computeType(u->dtype)), nullptr};
+  }
+  /// SPECIAL: a thread coordinate, from the special registers or the host's loop over the launch.
+  Val special(const UOp *u) {
+    bool block = u->arg->str() == "gidx0";
+    if (mapping == Mapping::PTX) {
+      auto id = block ? llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x : llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x;
+      return {b.CreateZExt(b.CreateCall(llvm::Intrinsic::getDeclaration(&mod, id)), b.getInt64Ty()), nullptr};
     }
-    case Op::INDEX: return load(u, t);
+    Value *local = i64(static_cast<uint64_t>(launch.local[0]));
+    return {block ? b.CreateUDiv(gid, local) : b.CreateURem(gid, local), nullptr};
+  }
+
+  /// A value item: u computed from the values of its sources.
+  Val node(const UOp *u) {
+    switch (u->op) {
+    case Op::SPECIAL: return special(u);
+    case Op::INDEX: return load(u);
     case Op::LOAD: {
-      Val v = emit(u->src(0));
+      Val v = val(u->src(0));
       if (u->nsrc > 1 && v.ok) {
-        Val alt = emit(u->src(1));
-        at(t);
+        Val alt = val(u->src(1));
         // valid where the read is, else as valid as the alternative
         return {b.CreateSelect(v.ok, v.v, alt.v), alt.ok ? b.CreateOr(v.ok, alt.ok) : nullptr};
       }
@@ -812,8 +706,7 @@ struct Emitter {
     }
     if (!isElementwise(u->op)) failAt(u, "the LLVM target cannot render this op");
     std::vector<Val> s;
-    for (const UOp *x : u->src()) s.push_back(emit(x));
-    at(t);
+    for (const UOp *x : u->src()) s.push_back(val(x));
     std::vector<Value *> a;
     for (const Val &v : s) a.push_back(v.v);
     opsUsed.insert(std::string(opName(u->op)));
@@ -856,25 +749,30 @@ struct Emitter {
     return {e, ok};
   }
 
-  Val reduce(const UOp *u, size_t t) {
+  /// REDUCE u: its accumulator (and validity flag) at the identity.
+  void accumulator(const UOp *u) {
     Op op = u->arg->elems()[0]->op();
     DType dt = u->dtype;
     if (op != Op::ADD && op != Op::MUL && op != Op::MAX) failAt(u, "unsupported reduce op");
     opsUsed.insert(op == Op::ADD ? "SUM" : op == Op::MUL ? "PROD" : "MAXREDUCE");
+    Acc a;
+    a.value = makeAlloca(computeType(dt), "acc");
+    a.ok = makeAlloca(b.getInt1Ty(), "acc.ok");
+    a.outer = open.empty() ? nullptr : open.back();
+    b.CreateStore(literal(dt, interp::reduceIdentity(op, dt)), a.value);
+    b.CreateStore(b.getTrue(), a.ok);
+    accs[u] = a;
+  }
+  /// STORE(REDUCE u, x): acc = acc <op> x.
+  void accumulate(const UOp *u, const UOp *xu) {
+    auto it = accs.find(u);
+    if (it == accs.end()) failAt(u, "an accumulation before its REDUCE item");
+    Acc &acc = it->second;
+    Op op = u->arg->elems()[0]->op();
+    DType dt = u->dtype;
     llvm::Type *T = computeType(dt);
-    llvm::AllocaInst *acc = makeAlloca(T, "acc"), *accOk = makeAlloca(b.getInt1Ty(), "acc.ok");
-    at(t);
-    b.CreateStore(literal(dt, interp::reduceIdentity(op, dt)), acc);
-    b.CreateStore(b.getTrue(), accOk);
-    std::vector<Level *> tail(stack.begin() + static_cast<long>(t) + 1, stack.end());
-    stack.resize(t + 1);
-    for (const UOp *r : u->src().subspan(1)) {
-      if (r->op != Op::RANGE) failAt(u, "a REDUCE over a non-RANGE");
-      openLoop(r);
-    }
-    Val x = emit(u->src(0));
-    at(stack.size() - 1);
-    Value *cur = b.CreateLoad(T, acc);
+    Val x = val(xu);
+    Value *cur = b.CreateLoad(T, acc.value);
     Value *step;
     if (isF(dt)) {
       step = op == Op::ADD ? b.CreateFAdd(cur, x.v)
@@ -888,125 +786,81 @@ struct Emitter {
       step = op == Op::ADD ? b.CreateAdd(cur, x.v) : b.CreateMul(cur, x.v);
     }
     if (x.ok) {
-      b.CreateStore(b.CreateAnd(b.CreateLoad(b.getInt1Ty(), accOk), x.ok), accOk);
+      acc.poisoned = true;
+      b.CreateStore(b.CreateAnd(b.CreateLoad(b.getInt1Ty(), acc.ok), x.ok), acc.ok);
       step = b.CreateSelect(x.ok, step, cur);
-    } else if (mapping != Mapping::PTX && !splittableSum(u) && t > 0 && stack[t]->range &&
-               readsConsecutiveIn(u, stack[t]->range)) {
+    } else if (mapping != Mapping::PTX && !splittableSum(u) && acc.outer && readsConsecutiveIn(u, acc.outer->range)) {
       // an in-order reduction inside a loop whose next iteration reads the next elements (a matmul's
       // column loop): 8 copies of it side by side are 8 vector lanes (the float32 lanes of AVX2)
-      const UOp *r = stack[t]->range;
+      const UOp *r = acc.outer->range;
       bool outputLoop = r->arg && r->arg->kind == ArgKind::Tuple && r->arg->count >= 2 &&
                         r->arg->elems()[1]->kind == ArgKind::AxisType && r->arg->elems()[1]->axisType() != AxisType::REDUCE;
-      if (auto n = constBound(r->src(0)); outputLoop && n && *n >= 8) stack[t]->jam = 8;
+      if (auto n = constBound(r->src(0)); outputLoop && n && *n >= 8) acc.outer->jam = 8;
     } else if (splittableSum(u) && mapping != Mapping::PTX) {
       // a float sum that may run in partial sums (Targets/Reductions.h): the loop vectorizer may split it
       llvm::FastMathFlags fmf;
       fmf.setAllowReassoc();
       if (auto *inst = llvm::dyn_cast<llvm::Instruction>(step)) inst->setFastMathFlags(fmf);
     }
-    b.CreateStore(step, acc);
-    for (size_t k = 1; k < u->nsrc; ++k) closeLoop();
-    stack.insert(stack.end(), tail.begin(), tail.end());
-    at(t);
-    Val r{b.CreateLoad(T, acc, "red"), x.ok ? b.CreateLoad(b.getInt1Ty(), accOk) : nullptr};
-    if (isHalf(dt)) r.v = roundTo(dt, r.v);
-    return r;
+    b.CreateStore(step, acc.value);
   }
 
-  // ---- stores ------------------------------------------------------------------------------------------
-  void store(const UOp *e) {
-    const UOp *st = e->op == Op::END ? e->src(0) : e;
-    if (st->op != Op::STORE || st->src(0)->op != Op::INDEX || st->src(0)->src(0)->op != Op::PARAM)
-      failAt(e, "expected END(STORE(INDEX(PARAM, i), value), ranges...)");
+  /// STORE(INDEX(buf, i, gates...), v): the write, where it is valid.
+  void store(const UOp *st) {
     const UOp *ix = st->src(0), *p = ix->src(0);
-    StorePlan plan;
-    if (gpu()) plan = plans.at(storeNo++);
-    auto isMapped = [&](const UOp *r) { return std::find(plan.mapped.begin(), plan.mapped.end(), r) != plan.mapped.end(); };
-    std::vector<const UOp *> loops;
-    if (e->op == Op::END)
-      for (const UOp *r : e->src().subspan(1)) {
-        if (r->op != Op::RANGE) failAt(e, "END of a non-RANGE");
-        if (!isMapped(r)) loops.push_back(r);
-      }
-    std::vector<const UOp *> extra;
-    for (const UOp *x : {ix, st->src(1)})
-      for (const UOp *r : freeRanges[x])
-        if (!isMapped(r) && std::find(loops.begin(), loops.end(), r) == loops.end() &&
-            std::find(extra.begin(), extra.end(), r) == extra.end())
-          extra.push_back(r);
-    std::sort(extra.begin(), extra.end(), [](const UOp *a, const UOp *c) {
-      return a->arg->elems()[0]->i() < c->arg->elems()[0]->i();
-    });
-    loops.insert(loops.end(), extra.begin(), extra.end());
-    llvm::BasicBlock *guardEnd = gpu() ? openThread(plan) : nullptr;
-    for (const UOp *r : loops) openLoop(r);
-    size_t top = stack.size() - 1;
-    Val i = emit(ix->src(1));
-    Val v = emit(st->src(1));
-    std::vector<Value *> gates;
-    for (const UOp *g : ix->src().subspan(2)) gates.push_back(emit(g).v);
+    if (ix->op != Op::INDEX || p->op != Op::PARAM) failAt(st, "expected STORE(INDEX(PARAM, i), value)");
+    Val i = val(ix->src(1));
+    Val v = val(st->src(1));
     if (st->src(1)->dtype != ix->dtype) failAt(st, "stored value's dtype differs from the buffer's");
-    Value *ok = andOk(access(p, ix, i, top), v.ok);
-    for (Value *g : gates) ok = andOk(ok, g);
-    at(top);
-    Value *val = v.v;
-    if (ix->dtype == DType::Float16) val = f16Bits(b.CreateFPExt(val, b.getDoubleTy()));
-    else if (ix->dtype == DType::BFloat16) val = bf16Bits(val);
-    else if (ix->dtype == DType::Bool) val = b.CreateZExt(val, b.getInt8Ty());
+    Value *ok = andOk(access(ix, i), v.ok);
+    Value *value = v.v;
+    if (ix->dtype == DType::Float16) value = f16Bits(b.CreateFPExt(value, b.getDoubleTy()));
+    else if (ix->dtype == DType::BFloat16) value = bf16Bits(value);
+    else if (ix->dtype == DType::Bool) value = b.CreateZExt(value, b.getInt8Ty());
     int64_t slot = ParamArg::decode(p->arg).slot;
+    Value *iv = ext64(i.v, ix->src(1)->dtype);
     auto *c = llvm::dyn_cast_or_null<llvm::ConstantInt>(ok);
-    if (c && c->isZero()) {
-      // every lane is Invalid: nothing stored
-    } else if (!ok || (c && c->isOne())) {
-      b.CreateStore(val, elemPtr(slot, ix->dtype, ext64(i.v, ix->src(1)->dtype)));
-    } else {
-      llvm::BasicBlock *bb = stack[top]->cur;
-      auto *doStore = llvm::BasicBlock::Create(lc, "store", fn), *cont = llvm::BasicBlock::Create(lc, "store.end", fn);
-      Value *iv = ext64(i.v, ix->src(1)->dtype);
-      splitAfter(bb, cont);
-      b.CreateCondBr(ok, doStore, cont);
-      b.SetInsertPoint(doStore);
-      b.CreateStore(val, elemPtr(slot, ix->dtype, iv));
-      b.CreateBr(cont);
-      stack[top]->cur = cont;
+    if (c && c->isZero()) return; // every lane is Invalid: nothing stored
+    if (!ok || (c && c->isOne())) {
+      b.CreateStore(value, elemPtr(slot, ix->dtype, iv));
+      return;
     }
-    for (size_t k = 0; k < loops.size(); ++k) closeLoop();
-    if (gpu()) closeThread(guardEnd);
+    auto *doStore = llvm::BasicBlock::Create(lc, "store", fn), *cont = llvm::BasicBlock::Create(lc, "store.end", fn);
+    b.CreateCondBr(ok, doStore, cont);
+    b.SetInsertPoint(doStore);
+    b.CreateStore(value, elemPtr(slot, ix->dtype, iv));
+    b.CreateBr(cont);
+    b.SetInsertPoint(cont);
   }
 
-  /// GPU mappings, at the start of a store: `if (gid < threads)` where the store needs fewer threads than
-  /// the launch has, then the mapped ranges' values from gid (innermost fastest). Returns the block after
-  /// the guard (nullptr: no guard). Level 0's memo is per store: its values live inside the guard.
-  llvm::BasicBlock *openThread(const StorePlan &plan) {
-    Level *top = stack[0];
-    top->memo.clear();
-    b.SetInsertPoint(top->cur);
-    llvm::BasicBlock *guardEnd = nullptr;
-    if (plan.threads < launchThreads) {
-      auto *body = llvm::BasicBlock::Create(lc, "thread", fn);
-      guardEnd = llvm::BasicBlock::Create(lc, "thread.end", fn);
-      b.CreateCondBr(b.CreateICmpULT(gid, i64(static_cast<uint64_t>(plan.threads))), body, guardEnd);
-      b.SetInsertPoint(body);
-      top->cur = body;
+  /// The loop over the items.
+  void render(std::span<const UOp *const> items) {
+    for (const UOp *u : items) {
+      switch (u->op) {
+      case Op::RANGE: openLoop(u); break;
+      case Op::END: closeLoop(u); break;
+      case Op::IF: {
+        auto *then = llvm::BasicBlock::Create(lc, "thread", fn), *after = llvm::BasicBlock::Create(lc, "thread.end", fn);
+        b.CreateCondBr(val(u->src(0)).v, then, after);
+        b.SetInsertPoint(then);
+        ifs.push_back(after);
+        break;
+      }
+      case Op::ENDIF:
+        if (ifs.empty()) failAt(u, "ENDIF without an IF");
+        b.CreateBr(ifs.back());
+        b.SetInsertPoint(ifs.back());
+        ifs.pop_back();
+        break;
+      case Op::REDUCE: accumulator(u); break;
+      case Op::STORE:
+        if (u->src(0)->op == Op::REDUCE) accumulate(u->src(0), u->src(1));
+        else store(u);
+        break;
+      default: memo[u] = node(u); break;
+      }
     }
-    Value *rest = gid;
-    for (size_t k = plan.mapped.size(); k-- > 0;) {
-      const UOp *r = plan.mapped[k];
-      auto n = static_cast<uint64_t>(*constBound(r->src(0)));
-      Value *v = k == 0 ? rest : b.CreateURem(rest, i64(n));
-      if (k) rest = b.CreateUDiv(rest, i64(n));
-      top->memo[r] = {b.CreateTrunc(v, computeType(r->dtype), rangeName(r)), nullptr};
-    }
-    return guardEnd;
-  }
-  void closeThread(llvm::BasicBlock *guardEnd) {
-    Level *top = stack[0];
-    if (guardEnd) {
-      b.SetInsertPoint(top->cur);
-      b.CreateBr(guardEnd);
-      top->cur = guardEnd;
-    }
-    top->memo.clear();
+    if (!open.empty() || !ifs.empty()) fail("LLVM target: the LINEAR items leave a loop or an IF open");
   }
 };
 
@@ -1031,9 +885,11 @@ void checkHostCpu(const std::string &cpu) { hostMachine(cpu); }
 EmittedLLVMKernel emitKernel(Context &ctx, const UOp *call, int64_t deviceNum, std::string_view name,
                              const LLVMEmitOptions &options) {
   if (call->op != Op::CALL || call->nsrc == 0) fail("LLVM target: expected a kernel CALL, got " + std::string(opName(call->op)));
-  const UOp *body = call->src(0);
-  if (body->op == Op::COPY) failAt(call, "a copy is not a kernel: the runner performs it");
-  if (body->op != Op::SINK) failAt(call, "the called body is not a kernel SINK");
+  const UOp *linear = call->src(0);
+  if (linear->op == Op::COPY) failAt(call, "a copy is not a kernel: the runner performs it");
+  if (linear->op == Op::SINK) failAt(call, "the kernel is not linearized: run the pipeline through 'linearize'");
+  if (linear->op != Op::LINEAR || !kernelSink(call)) failAt(call, "the called body is not a LINEAR kernel");
+  const UOp *body = kernelSink(call);
   const bool ptx = options.mapping == Mapping::PTX;
   llvm::TargetMachine *tm = ptx ? nvptxMachine(options.gpuArch) : hostMachine(options.cpu);
   llvm::LLVMContext lc;
@@ -1045,12 +901,12 @@ EmittedLLVMKernel emitKernel(Context &ctx, const UOp *call, int64_t deviceNum, s
 
   Emitter em(ctx, deviceNum, *mod);
   em.mapping = options.mapping;
-  body = bindVariables(ctx, body, {{"_device_num", deviceNum}}, &em.sc);
-  body = simplifyWith(ctx, body, symRules(), &em.sc);
-  em.analyze(body);
+  em.analyze(linear);
   if (em.written.empty()) failAt(call, "the kernel stores nothing");
   if (em.gpu()) {
-    em.planGrid(body);
+    bool grid = false;
+    for (const UOp *u : linearItems(linear)) grid |= u->op == Op::SPECIAL;
+    if (!grid) failAt(call, "the kernel was linearized into loops, not for a GPU grid (linearize{grid=1})");
     k.launch = em.launch;
   }
 
@@ -1085,20 +941,12 @@ EmittedLLVMKernel emitKernel(Context &ctx, const UOp *call, int64_t deviceNum, s
     }
   }
   em.entry = llvm::BasicBlock::Create(lc, "entry", em.fn);
-  auto top = std::make_unique<Level>();
-  top->cur = em.entry;
-  em.stack = {top.get()};
   em.b.SetInsertPoint(em.entry);
-  // Where the thread id comes from: the special registers (PTX), or a loop over the launch (GridOnHost).
+  // GridOnHost: the kernel body inside a loop over every thread of the launch
   llvm::AllocaInst *gidAddr = nullptr;
   llvm::BasicBlock *gidCond = nullptr, *gidExit = nullptr;
+  const int64_t launchThreads = em.launch.global[0] * em.launch.local[0];
   if (ptx) {
-    auto sreg = [&](llvm::Intrinsic::ID id) {
-      return em.b.CreateZExt(em.b.CreateCall(llvm::Intrinsic::getDeclaration(mod.get(), id)), em.b.getInt64Ty());
-    };
-    em.gid = em.b.CreateAdd(em.b.CreateMul(sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x),
-                                           sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x), "", true, true),
-                            sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x), "gid", true, true);
     llvm::NamedMDNode *md = mod->getOrInsertNamedMetadata("nvvm.annotations");
     auto annotate = [&](const char *key, int v) {
       md->addOperand(llvm::MDNode::get(lc, {llvm::ValueAsMetadata::get(em.fn), llvm::MDString::get(lc, key),
@@ -1109,9 +957,9 @@ EmittedLLVMKernel emitKernel(Context &ctx, const UOp *call, int64_t deviceNum, s
   } else if (em.gpu()) {
     // The threads run last to first, the opposite of the CPU loops: a kernel in which a thread reads what a
     // later-numbered thread writes gives a different result here (on a GPU it would be a race). Races the
-    // other way round need planGrid()'s static check; a run on the host cannot show them.
+    // other way round need linearize's static check; a run on the host cannot show them.
     gidAddr = em.b.CreateAlloca(em.b.getInt64Ty(), nullptr, "gid.addr");
-    em.b.CreateStore(em.i64(static_cast<uint64_t>(em.launchThreads)), gidAddr);
+    em.b.CreateStore(em.i64(static_cast<uint64_t>(launchThreads)), gidAddr);
     gidCond = llvm::BasicBlock::Create(lc, "gid.cond", em.fn);
     auto *gidBody = llvm::BasicBlock::Create(lc, "gid.body", em.fn);
     gidExit = llvm::BasicBlock::Create(lc, "gid.end", em.fn);
@@ -1120,10 +968,8 @@ EmittedLLVMKernel emitKernel(Context &ctx, const UOp *call, int64_t deviceNum, s
     em.b.CreateCondBr(em.b.CreateICmpNE(em.b.CreateLoad(em.b.getInt64Ty(), gidAddr), em.i64(0)), gidBody, gidExit);
     em.b.SetInsertPoint(gidBody);
     em.gid = em.b.CreateSub(em.b.CreateLoad(em.b.getInt64Ty(), gidAddr), em.i64(1), "gid");
-    top->cur = gidBody;
   }
-  for (const UOp *e : body->src()) em.store(e);
-  em.b.SetInsertPoint(em.stack[0]->cur);
+  em.render(linearItems(linear));
   if (gidAddr) {
     em.b.CreateStore(em.gid, gidAddr);
     em.b.CreateBr(gidCond);

@@ -1,0 +1,419 @@
+//===- Linearize.cpp - the `linearize` pass: the order a kernel is rendered in ===//
+// Runs last, on lower-index's output. Every kernel CALL(SINK[KernelInfo], bufs...) becomes
+// CALL(LINEAR[KernelInfo](SINK, items...), bufs...): the SINK as it was, then one ordered list that says
+// where every value is computed and which loops run. The targets render the items in order, one loop
+// over the list each; they place nothing, choose no loop and analyze no range.
+//
+// The items:
+//   RANGE r            opens `for (r = 0; r < r.src0; r++)` (its size is computed before it)
+//   END(r)             closes the innermost open loop, r's
+//   IF(cond), ENDIF(IF) run the items between them only where cond holds (a GPU thread guard)
+//   SPECIAL            a thread coordinate: gidx0 (the block, of src0 blocks) and lidx0 (the thread in it)
+//   REDUCE u           defines u's accumulator, set to its op's identity
+//   STORE(u, x)        with u a REDUCE: acc(u) = acc(u) <op> x (invalid x poisons the result)
+//   STORE(INDEX(buf, i, gates...), v)  writes v where i, the gates and v are valid
+//   CUSTOM of dtype void  a statement (C only)
+//   any other node     its value, computed here from items before it (a REDUCE's value is its
+//                      accumulator once its loops have closed)
+// CONST and PARAM nodes are not items: they are spelled where they are used. A node may appear more
+// than once (a value needed again in a later loop over the same RANGE is computed again there); every
+// use of a value follows a definition of it in an enclosing open loop, so "the latest definition" is
+// always the one a use means.
+//
+// Placement (what the C and LLVM emitters each decided before): a node is computed in the innermost open
+// loop among the ranges it depends on, so a value that does not depend on an inner loop is hoisted out of
+// it, and a REDUCE that does not depend on a store loop runs once per outer iteration; a REDUCE gets its
+// accumulator and its own loops at its level. A store runs in its END's ranges, then any other range its
+// operands use, by range number.
+//
+// GPU targets (TargetInfo::gpuGrid: ptx, llvm --grid-on-host): per store, the END ranges its index depends
+// on and whose sizes are constant become the global thread id (outermost first, at most 2^31 - 1 threads)
+// instead of loops: they are replaced by gid / stride % size, gid = gidx0 * local + lidx0. A store that
+// needs fewer threads than the launch runs under IF(gid < its threads). If any store could read what
+// another thread writes, the whole kernel runs on one thread (the race check). The launch is recorded
+// in the IR: gidx0's size is the number of blocks, lidx0's the threads per block.
+// Precondition: codegen (and lower-index) ran. Copies and the top-level graph are left as they are.
+#include "IR/Error.h"
+#include "IR/Kernel.h"
+#include "IR/Range.h"
+#include "IR/Records.h"
+#include "Passes/Passes.h"
+#include "Passes/Rewrite.h"
+
+#include <algorithm>
+#include <memory>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace uopc {
+namespace {
+
+[[noreturn]] void failAt(const UOp *u, const std::string &msg) {
+  fail("linearize: UOp #" + std::to_string(u->index) + " (" + std::string(opName(u->op)) + "): " + msg);
+}
+
+bool isScalarParam(const UOp *u) { return u->nsrc == 0 || (u->src(0)->op == Op::STACK && u->src(0)->nsrc == 0); }
+
+int64_t rangeNumber(const UOp *r) {
+  return r->arg && r->arg->kind == ArgKind::Tuple && r->arg->count ? r->arg->elems()[0]->i()
+                                                                    : static_cast<int64_t>(r->index);
+}
+
+/// A scope of the output: the function, a loop (key: its RANGE) or a GPU thread (key: gidx0, with an
+/// optional guard).
+struct Block {
+  const UOp *key = nullptr;
+  const UOp *cond = nullptr;
+  struct Item {
+    const UOp *node = nullptr;
+    std::unique_ptr<Block> child;
+  };
+  std::vector<Item> items;
+  size_t open = SIZE_MAX; ///< index of the child being filled (new items go before it)
+  std::unordered_set<const UOp *> memo;
+
+  void add(const UOp *u) {
+    Item it{u, nullptr};
+    if (open == SIZE_MAX) items.push_back(std::move(it));
+    else items.insert(items.begin() + static_cast<long>(open++), std::move(it));
+  }
+};
+
+struct Linearizer {
+  Context &c;
+  bool gpu = false;
+  int64_t maxBlock = 256;
+  std::unordered_map<const UOp *, std::vector<const UOp *>> freeRanges; // sorted by pointer; SPECIALs too
+  std::vector<Block *> stack;
+  std::vector<size_t> openSaved;
+
+  // GPU: the launch and its thread coordinates
+  const UOp *gidx = nullptr, *lidx = nullptr, *gid = nullptr;
+  int64_t launchThreads = 1;
+
+  explicit Linearizer(Context &ctx) : c(ctx) {}
+
+  /// The ranges (and thread coordinates) each node under root depends on, for nodes not seen yet.
+  void analyze(const UOp *root) {
+    for (const UOp *u : toposort(root)) {
+      if (freeRanges.count(u)) continue;
+      std::vector<const UOp *> rs;
+      if (u->op == Op::RANGE || u->op == Op::SPECIAL) rs.push_back(u);
+      for (const UOp *s : u->src()) {
+        auto &sr = freeRanges[s];
+        rs.insert(rs.end(), sr.begin(), sr.end());
+      }
+      if (u->op == Op::REDUCE || u->op == Op::END)
+        for (const UOp *r : u->src().subspan(1)) rs.erase(std::remove(rs.begin(), rs.end(), r), rs.end());
+      std::sort(rs.begin(), rs.end());
+      rs.erase(std::unique(rs.begin(), rs.end()), rs.end());
+      freeRanges[u] = std::move(rs);
+    }
+  }
+
+  // ---- scopes -------------------------------------------------------------------------------------
+  size_t targetOf(const UOp *u) {
+    const auto &rs = freeRanges.at(u);
+    for (size_t j = stack.size(); j-- > 1;)
+      if (std::binary_search(rs.begin(), rs.end(), stack[j]->key)) return j;
+    return 0;
+  }
+  void openScope(const UOp *key, const UOp *cond) {
+    Block *b = stack.back();
+    auto child = std::make_unique<Block>();
+    child->key = key;
+    child->cond = cond;
+    if (key->op == Op::RANGE) child->memo.insert(key);
+    Block *ch = child.get();
+    size_t pos = b->open == SIZE_MAX ? b->items.size() : b->open;
+    b->items.insert(b->items.begin() + static_cast<long>(pos), Block::Item{nullptr, std::move(child)});
+    openSaved.push_back(b->open);
+    b->open = pos;
+    stack.push_back(ch);
+  }
+  void openLoop(const UOp *r) {
+    if (r->op != Op::RANGE) failAt(r, "a loop over a non-RANGE");
+    emit(r->src(0));
+    openScope(r, nullptr);
+  }
+  void closeScope() {
+    stack.pop_back();
+    Block *b = stack.back();
+    size_t saved = openSaved.back();
+    openSaved.pop_back();
+    b->open = saved == SIZE_MAX ? SIZE_MAX : saved + 1;
+  }
+
+  // ---- values -------------------------------------------------------------------------------------
+  bool placed(const UOp *u) {
+    if (u->op == Op::CONST || u->op == Op::PARAM) return true; // spelled where used
+    for (size_t j = stack.size(); j-- > 0;)
+      if (stack[j]->memo.count(u)) return true;
+    return false;
+  }
+  /// The sources computed before u (REDUCE: none, its body goes inside its own loops; INDEX: not the buffer).
+  static std::span<const UOp *const> operands(const UOp *u) {
+    switch (u->op) {
+    case Op::REDUCE: case Op::CONST: case Op::PARAM: case Op::RANGE: case Op::SPECIAL: return {};
+    case Op::INDEX: return u->src().subspan(1);
+    default: return u->src();
+    }
+  }
+  /// Places u, its operands first, in an explicit post-order walk (no recursion on graph depth).
+  void emit(const UOp *u) {
+    if (placed(u)) return;
+    std::vector<std::pair<const UOp *, size_t>> work{{u, 0}};
+    std::unordered_set<const UOp *> onPath{u};
+    while (!work.empty()) {
+      auto &[x, next] = work.back();
+      auto ops = operands(x);
+      if (next < ops.size()) {
+        const UOp *s = ops[next++];
+        if (!placed(s) && onPath.insert(s).second) work.push_back({s, 0});
+        continue;
+      }
+      const UOp *done = x;
+      work.pop_back();
+      onPath.erase(done);
+      if (!placed(done)) place(done);
+    }
+  }
+  void place(const UOp *u) {
+    if (u->op == Op::RANGE) failAt(u, "a RANGE used outside its loop");
+    if (u->op == Op::STORE || u->op == Op::END || u->op == Op::SINK) failAt(u, "a statement used as a value");
+    if (u->op == Op::INDEX && (u->src(0)->op != Op::PARAM || isScalarParam(u->src(0))))
+      failAt(u, "INDEX of something other than a buffer PARAM");
+    size_t t = targetOf(u);
+    if (u->op != Op::REDUCE) {
+      stack[t]->add(u);
+      stack[t]->memo.insert(u);
+      return;
+    }
+    // the accumulator at u's level, then its loops there (before any loop open at that level)
+    stack[t]->add(u);
+    std::vector<Block *> tail(stack.begin() + static_cast<long>(t) + 1, stack.end());
+    std::vector<size_t> tailSaved(openSaved.begin() + static_cast<long>(t), openSaved.end());
+    stack.resize(t + 1);
+    openSaved.resize(t);
+    for (const UOp *r : u->src().subspan(1)) openLoop(r);
+    emit(u->src(0));
+    stack.back()->add(c.make(Op::STORE, DType::Void, {u, u->src(0)}));
+    for (size_t k = 1; k < u->nsrc; ++k) closeScope();
+    stack.insert(stack.end(), tail.begin(), tail.end());
+    openSaved.insert(openSaved.end(), tailSaved.begin(), tailSaved.end());
+    stack[t]->memo.insert(u);
+  }
+
+  // ---- statements ---------------------------------------------------------------------------------
+  /// The loops a statement runs in: its END's ranges (less those mapped to threads), then every other
+  /// range its operands use, by range number.
+  std::vector<const UOp *> statementLoops(const UOp *e, std::span<const UOp *const> ops,
+                                          const std::vector<const UOp *> &mapped) {
+    std::vector<const UOp *> loops;
+    if (e->op == Op::END)
+      for (const UOp *r : e->src().subspan(1)) {
+        if (r->op != Op::RANGE) failAt(e, "END of a non-RANGE");
+        if (std::find(mapped.begin(), mapped.end(), r) == mapped.end()) loops.push_back(r);
+      }
+    std::vector<const UOp *> extra;
+    for (const UOp *x : ops)
+      for (const UOp *r : freeRanges.at(x))
+        if (r->op == Op::RANGE && std::find(loops.begin(), loops.end(), r) == loops.end() &&
+            std::find(extra.begin(), extra.end(), r) == extra.end())
+          extra.push_back(r);
+    std::sort(extra.begin(), extra.end(), [](const UOp *a, const UOp *b) { return rangeNumber(a) < rangeNumber(b); });
+    loops.insert(loops.end(), extra.begin(), extra.end());
+    return loops;
+  }
+
+  struct StorePlan {
+    std::vector<const UOp *> mapped; ///< END ranges from the thread id, outermost first
+    int64_t threads = 1;
+  };
+
+  void statement(const UOp *e, const StorePlan &plan) {
+    const UOp *st = e->op == Op::END ? e->src(0) : e;
+    if ((st->op == Op::CUSTOM || st->op == Op::CUSTOMI) && st->dtype == DType::Void) { // (a void CUSTOMI: the C target refuses it)
+      std::vector<const UOp *> loops = statementLoops(e, st->src(), {});
+      for (const UOp *r : loops) openLoop(r);
+      for (const UOp *x : st->src()) emit(x);
+      stack.back()->add(st);
+      for (size_t k = 0; k < loops.size(); ++k) closeScope();
+      return;
+    }
+    if (st->op != Op::STORE || st->src(0)->op != Op::INDEX || st->src(0)->src(0)->op != Op::PARAM)
+      failAt(e, "expected END(STORE(INDEX(PARAM, i), value), ranges...)");
+    bool scope = gpu;
+    if (gpu) {
+      // the mapped ranges from gid, innermost fastest
+      std::unordered_map<const UOp *, const UOp *> sub;
+      const UOp *rest = gid;
+      for (size_t k = plan.mapped.size(); k-- > 0;) {
+        const UOp *r = plan.mapped[k];
+        const UOp *n = c.constInt(DType::Int64, static_cast<int64_t>(*constBound(r->src(0))));
+        const UOp *v = k == 0 ? rest : c.make(Op::CMOD, DType::Int64, {rest, n});
+        if (k) rest = c.make(Op::CDIV, DType::Int64, {rest, n});
+        // in the range's own dtype (a weakint range stays weakint: its users' dtypes must not change)
+        sub[r] = r->dtype == DType::Int64 ? v : c.make(Op::CAST, r->dtype, {v});
+      }
+      if (!sub.empty()) st = substitute(c, st, sub);
+      analyze(st);
+      const UOp *guard = nullptr;
+      if (plan.threads < launchThreads) {
+        guard = c.make(Op::CMPLT, DType::Bool, {gid, c.constInt(DType::Int64, plan.threads)});
+        analyze(guard);
+        emit(guard);
+      }
+      openScope(gidx, guard);
+    }
+    const UOp *ix = st->src(0);
+    const UOp *ops[] = {ix, st->src(1)};
+    std::vector<const UOp *> loops = statementLoops(e, ops, plan.mapped);
+    for (const UOp *r : loops) openLoop(r);
+    for (const UOp *x : ix->src().subspan(1)) emit(x);
+    emit(st->src(1));
+    stack.back()->add(st);
+    for (size_t k = 0; k < loops.size(); ++k) closeScope();
+    if (scope) closeScope();
+  }
+
+  /// Which END ranges become the thread id (see the file comment), and the launch.
+  std::vector<StorePlan> planGrid(const UOp *body) {
+    constexpr int64_t kMaxThreads = INT32_MAX;
+    std::vector<StorePlan> plans;
+    std::vector<int64_t> writes;
+    std::vector<const UOp *> stores;
+    for (const UOp *e : body->src()) {
+      const UOp *st = e->op == Op::END ? e->src(0) : e;
+      StorePlan p;
+      if (e->op == Op::END && st->op == Op::STORE && st->src(0)->op == Op::INDEX) {
+        const auto &indexRanges = freeRanges.at(st->src(0)->src(1));
+        for (const UOp *r : e->src().subspan(1)) {
+          if (r->op != Op::RANGE || !std::binary_search(indexRanges.begin(), indexRanges.end(), r)) continue;
+          auto n = constBound(r->src(0));
+          if (!n || *n < 1 || *n > kMaxThreads / p.threads) continue;
+          p.mapped.push_back(r);
+          p.threads *= static_cast<int64_t>(*n);
+        }
+      }
+      plans.push_back(std::move(p));
+      stores.push_back(st);
+      bool direct = st->op == Op::STORE && st->src(0)->op == Op::INDEX && st->src(0)->src(0)->op == Op::PARAM;
+      writes.push_back(direct ? ParamArg::slotOf(st->src(0)->src(0)->arg) : -1);
+    }
+    // Stores run concurrently on a GPU: any store that could read what another thread writes keeps the
+    // whole kernel on one thread.
+    bool serial = false;
+    for (size_t k = 0; k < stores.size() && !serial; ++k) {
+      const UOp *target = stores[k]->op == Op::STORE ? stores[k]->src(0) : nullptr;
+      for (const UOp *x : toposort(stores[k])) {
+        if (x == target || x->op != Op::INDEX || x->src(0)->op != Op::PARAM || isScalarParam(x->src(0))) continue;
+        int64_t slot = ParamArg::slotOf(x->src(0)->arg);
+        for (size_t j = 0; j < writes.size(); ++j)
+          if (writes[j] == slot && (j != k || !target || x->src(1) != target->src(1))) serial = true;
+      }
+    }
+    int64_t threads = 1;
+    for (StorePlan &p : plans) {
+      if (serial) p = StorePlan{};
+      threads = std::max(threads, p.threads);
+    }
+    int64_t local = std::min<int64_t>(threads, maxBlock);
+    int64_t global = (threads + local - 1) / local;
+    launchThreads = global * local;
+    gidx = c.make(Op::SPECIAL, DType::Int64, {c.constInt(DType::Int64, global)}, c.argString("gidx0"));
+    lidx = c.make(Op::SPECIAL, DType::Int64, {c.constInt(DType::Int64, local)}, c.argString("lidx0"));
+    gid = c.make(Op::ADD, DType::Int64, {c.make(Op::MUL, DType::Int64, {gidx, c.constInt(DType::Int64, local)}), lidx});
+    analyze(gid);
+    return plans;
+  }
+
+  /// The blocks as one list: a loop is RANGE, its items, END(RANGE); a guarded thread IF ... ENDIF.
+  static std::vector<const UOp *> flatten(Context &c, const Block &top) {
+    std::vector<const UOp *> out;
+    std::vector<std::pair<const Block *, size_t>> work{{&top, 0}};
+    std::vector<const UOp *> ifs;
+    while (!work.empty()) {
+      auto &[b, i] = work.back();
+      if (i == b->items.size()) {
+        if (b->key && b->key->op == Op::RANGE) out.push_back(c.make(Op::END, DType::Void, {b->key}));
+        else if (b->cond) {
+          out.push_back(c.make(Op::ENDIF, DType::Void, {ifs.back()}));
+          ifs.pop_back();
+        }
+        work.pop_back();
+        continue;
+      }
+      const Block::Item &it = b->items[i++];
+      if (it.node) {
+        out.push_back(it.node);
+        continue;
+      }
+      const Block *ch = it.child.get();
+      if (ch->key->op == Op::RANGE) out.push_back(ch->key);
+      else if (ch->cond) {
+        ifs.push_back(c.make(Op::IF, DType::Void, {ch->cond}));
+        out.push_back(ifs.back());
+      }
+      work.push_back({ch, 0});
+    }
+    return out;
+  }
+
+  const UOp *run(const UOp *body) {
+    analyze(body);
+    Block top;
+    stack = {&top};
+    std::vector<StorePlan> plans;
+    if (gpu) {
+      plans = planGrid(body);
+      emit(gidx); // the launch is in the items even where no store needs the thread id
+      emit(lidx);
+    }
+    for (size_t k = 0; k < body->nsrc; ++k) statement(body->src(k), gpu ? plans[k] : StorePlan{});
+    std::vector<const UOp *> srcs{body};
+    std::vector<const UOp *> items = flatten(c, top);
+    srcs.insert(srcs.end(), items.begin(), items.end());
+    return c.make(Op::LINEAR, DType::Void, srcs, body->arg);
+  }
+};
+
+} // namespace
+
+const UOp *linearizeKernelCall(Context &c, const UOp *call, const TargetInfo &target) {
+  if (call->op != Op::CALL || call->nsrc == 0 || call->src(0)->op != Op::SINK) return call;
+  Linearizer l(c);
+  l.gpu = target.gpuGrid;
+  l.maxBlock = target.gpuGrid ? std::max<int64_t>(1, target.maxThreadsPerBlock) : 256;
+  std::vector<const UOp *> srcs(call->src().begin(), call->src().end());
+  srcs[0] = l.run(lowerIndexKernel(c, call->src(0)));
+  return c.withSrc(call, srcs);
+}
+
+void runLinearize(Graph &g, const PassContext &pc) {
+  Context &c = *g.ctx;
+  bool gpu = pc.target.gpuGrid;
+  if (auto grid = pc.option("grid"); !grid.empty()) {
+    if (grid != "0" && grid != "1") fail("pass 'linearize': option grid=" + std::string(grid) + " is not 0 or 1");
+    gpu = grid == "1";
+  }
+  std::unordered_map<const UOp *, const UOp *> now;
+  for (const UOp *u : toposort(g.root)) {
+    std::vector<const UOp *> srcs;
+    for (const UOp *s : u->src()) {
+      auto it = now.find(s);
+      srcs.push_back(it == now.end() ? s : it->second);
+    }
+    if (u->op == Op::CALL && u->nsrc > 0 && u->src(0)->op == Op::SINK) {
+      Linearizer l(c);
+      l.gpu = gpu;
+      l.maxBlock = pc.target.gpuGrid ? std::max<int64_t>(1, pc.target.maxThreadsPerBlock) : 256;
+      srcs[0] = l.run(u->src(0));
+    }
+    const UOp *n = c.withSrc(u, srcs);
+    if (n != u) now[u] = n;
+  }
+  if (auto it = now.find(g.root); it != now.end()) g.root = it->second;
+}
+
+} // namespace uopc
