@@ -5,6 +5,7 @@
 
 #include "Driver/Manifest.h"
 #include "Driver/OutputDir.h"
+#include "Driver/Viz.h"
 #include "IR/Error.h"
 #include "IR/GraphIO.h"
 #include "IR/Work.h"
@@ -212,6 +213,22 @@ void printStats(const Schedule &s, const std::optional<Count> &tensor, std::ostr
   }
 }
 
+/// --viz: the page, with each kernel's source where the graph is a kernel graph the target can render.
+void writeViz(const std::string &file, const std::string &input, Graph &g, const VizRecorder &rec,
+              const std::string &target, const BackendOptions &b) {
+  VizInfo info;
+  info.input = input;
+  info.target = target;
+  info.language = target == "c" ? "C" : target == "llvm" ? "LLVM IR" : "PTX";
+  std::vector<VizKernelSource> sources;
+  try {
+    sources = renderVizSources(g, VizTarget{target, b.allowCustom, b.gridOnHost, b.gpuArch, b.cpu});
+  } catch (const Error &e) {
+    info.note = std::string("not rendered: ") + e.what();
+  }
+  writeFileAtomic(file, vizHtml(g, rec, sources, info));
+}
+
 int compileMain(int argc, char **argv) {
   CLI::App app{"uopc: ahead-of-time compiler for tinygrad UOp graphs.\n"
                "  uopc GRAPH -o DIR          compile a graph (JSON or .uopb)\n"
@@ -252,6 +269,14 @@ int compileMain(int argc, char **argv) {
   app.add_option("--print-after", pm.printAfter, "Print the graph after this pass (repeatable)")->delimiter(',');
   app.add_flag("--print-changed", pm.printChanged, "With a print option: only print passes that changed the graph");
   app.add_option("--dump-dir", pm.dumpDir, "Write NN-<pass>.json after every pass into this directory");
+  std::string irFormat, vizFile;
+  app.add_option("--print-ir-format", irFormat,
+                 "Form of printed and dumped graphs: text (readable, the default for --print-after*) or json (format "
+                 "v1, reads back in: the default for --dump-dir)")
+      ->check(CLI::IsMember({"text", "json"}));
+  app.add_option("--viz", vizFile,
+                 "Write one self-contained HTML page showing the graph after every pass (kernels as boxes that open "
+                 "into their graph and source); -o is then optional");
   app.add_flag("--time-passes", pm.timePasses, "Print the time each pass took (stderr)");
   app.add_flag("--verify-each", pm.verifyEach, "Run the verifier after every pass");
   addLogOptions(app, verbosity, level);
@@ -265,10 +290,15 @@ int compileMain(int argc, char **argv) {
     std::cerr << "uopc: error: no input graph (see --help)\n";
     return kExitUsage;
   }
-  if (outDir.empty()) {
-    std::cerr << "uopc: error: no output directory: pass -o DIR\n";
+  if (outDir.empty() && vizFile.empty()) {
+    std::cerr << "uopc: error: no output directory: pass -o DIR (or --viz FILE.html)\n";
     return kExitUsage;
   }
+  if (outDir.empty() && stats) {
+    std::cerr << "uopc: error: --stats needs -o DIR\n";
+    return kExitUsage;
+  }
+  if (!irFormat.empty()) pm.format = irFormat == "json" ? IRFormat::Json : IRFormat::Text;
   std::vector<const PassInfo *> pipeline;
   try {
     if (pipelineText.empty()) {
@@ -298,7 +328,14 @@ int compileMain(int argc, char **argv) {
       pm.beforePass = [&](std::string_view pass, const Graph &cur) {
         if (pass == "rangeify") tensor = tensorWork(cur);
       };
+    VizRecorder viz;
+    if (!vizFile.empty()) {
+      viz.record("input", g, true);
+      pm.afterPass = [&](std::string_view pass, const Graph &cur, bool changed) { viz.record(pass, cur, changed); };
+    }
     runPipeline(g, pipeline, pm, std::cout, std::cerr);
+    if (!vizFile.empty()) writeViz(vizFile, input, g, viz, target, backend);
+    if (outDir.empty()) return kExitOk;
     OutputDir out(outDir, force);
     if (emit == "graph") {
       out.write("graph.json", writeGraphJson(g));
