@@ -170,12 +170,12 @@ function drawRegion() {
 
 function drawSource() {
   const R = region();
-  let src = null;
-  if (R.kernel && R.source !== undefined) src = D.sources[R.source];
-  if (src) {
-    $("srchead").textContent = "@" + R.name + ": " + D.info.language + " for " + src.device +
+  let code = null;
+  if (R.kernel && R.source !== undefined) code = D.sources[R.source];
+  if (code) {
+    $("srchead").textContent = "@" + R.name + ": " + D.info.language + " for " + code.device +
       (R.sourceIsLater ? " (the source of the final kernel of this name: later passes change this kernel)" : "");
-    $("source").textContent = src.text;
+    $("source").textContent = code.text;
   } else if (R.kernel) {
     $("srchead").textContent = "@" + R.name + ": no source" + (D.info.note ? " (" + D.info.note + ")" : "");
     $("source").textContent = "";
@@ -331,7 +331,7 @@ if (hs) D.steps.forEach((s, i) => { if (String(i) === hs[1] || s.name === decode
 V.region = D.steps[first].top;
 openStep(first);
 // for tests and scripts: what is on screen
-window.uopcViz = { data: D, view: V, openStep, openRegion, ready: true };
+window.uopcViz = { data: D, view: V, openStep, openRegion, ready: true, readyAt: performance.now() };
 document.body.setAttribute("data-ready", "1");
 </script>
 </body>
