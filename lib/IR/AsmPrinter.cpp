@@ -65,7 +65,10 @@ struct AsmPrinter::Impl {
   const Graph &g;
   AsmOptions opts;
   ShapeInfo shapes;
-  bool shapesBroken = false, devicesBroken = false;
+  // Nodes whose shape or device inference threw (forms ShapeInfo does not know, such as a copy kernel's
+  // COPY): a node with such a source is not asked either, so that a long chain above a failure costs
+  // O(chain), not O(chain^2) re-walks.
+  NodeMap<uint8_t> failed{0}; // bit 0: shape, bit 1: device
   std::unordered_map<const UOp *, int> regionOfBody;
   std::vector<size_t> callCount; ///< per region: the CALL nodes naming it
   // the entered region's numbering: (generation, id)
@@ -149,7 +152,7 @@ struct AsmPrinter::Impl {
         if (i) out += top ? " " : ", ";
         arg(out, a->items[i], depth + 1, false);
       }
-      if (shown < n) out += (shown ? (top ? " " : ", ") : "") + std::string("... ") + std::to_string(n - shown) + " more";
+      if (shown < n) out += (shown ? (top ? " " : ", ") : "") + std::string("...(") + std::to_string(n - shown) + " more)";
       else if (!top && n == 1) out += ',';
       if (!top) out += ')';
       return;
@@ -199,7 +202,9 @@ AsmPrinter::AsmPrinter(const Graph &g, const UOp *root, AsmOptions opts) : impl_
         body->arg->str() == "KernelInfo")
       n = "test"; // KernelInfo's default name
     if (n.empty()) n = recordString(call->arg, "name");
-    if (n.empty()) n = "fn";
+    if (n.empty()) { // a function that is not a kernel SINK (a copy): named after its op, "copy"
+      for (char c : opName(body->op)) n += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+    }
     std::string unique = n;
     for (int k = 1; used.count(unique); ++k) unique = n + "." + std::to_string(k);
     used.insert(unique);
@@ -298,40 +303,72 @@ std::string AsmPrinter::argText(const UOp *u) {
   return out;
 }
 
+namespace {
+/// Calls `f` unless `u` or one of its sources failed before (bit `bit` of `failed`); marks `u` when it throws.
+template <typename F> bool inferOnce(NodeMap<uint8_t> &failed, const UOp *u, uint8_t bit, F &&f) {
+  if (failed.get(u) & bit) return false;
+  for (const UOp *s : u->src())
+    if (failed.get(s) & bit) {
+      failed[u] |= bit;
+      return false;
+    }
+  try {
+    f();
+    return true;
+  } catch (const Error &) {
+    failed[u] |= bit;
+    return false;
+  }
+}
+} // namespace
+
 std::string AsmPrinter::shapeText(const UOp *u) {
   Impl &m = *impl_;
-  if (m.shapesBroken) return "";
-  try {
+  std::string out;
+  inferOnce(m.failed, u, 1, [&] {
     const std::optional<Shape> &s = m.shapes.shape(u);
-    if (!s || s->empty()) return "";
-    std::string out;
+    if (!s || s->empty()) return;
     for (size_t i = 0; i < s->size(); ++i) {
       if (i) out += 'x';
       out += m.dim((*s)[i]);
     }
-    return out;
-  } catch (const Error &) {
-    m.shapesBroken = true; // the graph is not well formed: print no more shapes than those already known
-    return "";
-  }
+  });
+  return out;
 }
 
 std::string AsmPrinter::deviceText(const UOp *u) {
   Impl &m = *impl_;
-  if (m.devicesBroken) return "";
-  try {
+  std::string out;
+  inferOnce(m.failed, u, 2, [&] {
     const std::vector<std::string> &d = m.shapes.device(u);
-    if (d.empty()) return "";
-    if (d.size() == 1) return d[0];
-    std::string out = "(";
+    if (d.empty()) return;
+    if (d.size() == 1) {
+      out = d[0];
+      return;
+    }
+    out = "(";
     size_t shown = d.size() > m.opts.maxTupleItems ? std::min<size_t>(8, m.opts.maxTupleItems) : d.size();
     for (size_t i = 0; i < shown; ++i) out += (i ? ", " : "") + d[i];
-    if (shown < d.size()) out += ", ... " + std::to_string(d.size() - shown) + " more";
-    return out + ")";
-  } catch (const Error &) {
-    m.devicesBroken = true;
-    return "";
-  }
+    if (shown < d.size()) out += ", ...(" + std::to_string(d.size() - shown) + " more)";
+    out += ")";
+  });
+  return out;
+}
+
+bool AsmPrinter::showsDevice(const UOp *u) {
+  Impl &m = *impl_;
+  bool shows = false;
+  inferOnce(m.failed, u, 2, [&] {
+    const std::vector<std::string> &d = m.shapes.device(u);
+    if (d.empty()) return;
+    size_t first = u->op == Op::CALL ? 1 : 0; // a CALL's body is not a value
+    if (u->nsrc <= first || (m.failed.get(u->src(first)) & 2)) {
+      shows = true;
+      return;
+    }
+    shows = m.shapes.device(u->src(first)) != d;
+  });
+  return shows;
 }
 
 std::string AsmPrinter::tagText(const UOp *u) {
@@ -345,21 +382,6 @@ std::vector<const UOp *> AsmPrinter::refs(const UOp *u) const {
   collectRefs(u->arg, out);
   collectRefs(u->tag, out);
   return out;
-}
-
-bool AsmPrinter::showsDevice(const UOp *u) {
-  Impl &m = *impl_;
-  if (m.devicesBroken) return false;
-  try {
-    const std::vector<std::string> &d = m.shapes.device(u);
-    if (d.empty()) return false;
-    if (u->nsrc == 0 || (u->op == Op::CALL && u->nsrc == 1)) return true;
-    const UOp *first = u->op == Op::CALL ? u->src(1) : u->src(0);
-    return m.shapes.device(first) != d;
-  } catch (const Error &) {
-    m.devicesBroken = true;
-    return false;
-  }
 }
 
 std::string AsmPrinter::operand(const UOp *user, size_t i) {
@@ -389,7 +411,7 @@ std::string AsmPrinter::line(const UOp *u) {
     out += i ? ", " : " ";
     out += operand(u, i);
   }
-  if (shown < n) out += ", ... " + std::to_string(n - shown) + " more";
+  if (shown < n) out += ", ...(" + std::to_string(n - shown) + " more)";
   out += " : ";
   out += dtypeName(u->dtype);
   std::string shape = shapeText(u);

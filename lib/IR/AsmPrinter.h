@@ -30,9 +30,9 @@ namespace uopc {
 
 /// Limits of what is spelled out; the rest is elided with a count.
 struct AsmOptions {
-  size_t maxTupleItems = 16;  ///< a longer arg tuple prints its first 8 elements and "... N more"
+  size_t maxTupleItems = 16;  ///< a longer arg tuple prints its first 8 elements and "...(N more)"
   size_t maxStringBytes = 96; ///< a longer string prints its first 64 bytes and "... (N bytes)"
-  size_t maxSources = 32;     ///< a node with more sources prints its first 16 and "... N more"
+  size_t maxSources = 32;     ///< a node with more sources prints its first 16 and "...(N more)"
 };
 
 /// A region of the text form: the top-level graph, or one CALL body.
