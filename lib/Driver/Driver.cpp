@@ -23,6 +23,7 @@
 #include <cctype>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <tuple>
 #include <unordered_map>
@@ -213,6 +214,16 @@ void printStats(const Schedule &s, const std::optional<Count> &tensor, std::ostr
   }
 }
 
+/// --viz FILE: refused before any work when FILE cannot be written (its directory is missing, or FILE is one).
+void checkVizFile(const std::string &file) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path parent = fs::path(file).parent_path();
+  if (parent.empty()) parent = ".";
+  if (!fs::is_directory(parent, ec)) fail("--viz: cannot write '" + file + "': no directory '" + parent.string() + "'");
+  if (fs::is_directory(file, ec)) fail("--viz: cannot write '" + file + "': it is a directory");
+}
+
 /// --viz: the page, with each kernel's source where the graph is a kernel graph the target can render.
 void writeViz(const std::string &file, const std::string &input, Graph &g, const VizRecorder &rec,
               const std::string &target, const BackendOptions &b) {
@@ -320,6 +331,7 @@ int compileMain(int argc, char **argv) {
     if (stats && emit == "graph") fail("--stats counts the work of the scheduled kernels: use --emit kernels or manifest");
     if (target == "ptx") checkGpuArch(backend.gpuArch);
     checkCpuName(backend.cpu, target);
+    if (!vizFile.empty()) checkVizFile(vizFile);
     spdlog::info("reading {}", input);
     Graph g = readGraphFile(input);
     spdlog::info("running {} passes", pipeline.size());
