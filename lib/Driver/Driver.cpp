@@ -225,17 +225,23 @@ void checkVizFile(const std::string &file) {
 }
 
 /// --viz: the page, with each kernel's source where the graph is a kernel graph the target can render.
+/// `failure`: the message of a pass that threw (the page then shows the passes before it).
 void writeViz(const std::string &file, const std::string &input, Graph &g, const VizRecorder &rec,
-              const std::string &target, const BackendOptions &b) {
+              const std::string &target, const BackendOptions &b, const std::string &failure = "") {
   VizInfo info;
   info.input = input;
   info.target = target;
   info.language = target == "c" ? "C" : target == "llvm" ? "LLVM IR" : "PTX";
   std::vector<VizKernelSource> sources;
-  try {
-    sources = renderVizSources(g, VizTarget{target, b.allowCustom, b.gridOnHost, b.gpuArch, b.cpu});
-  } catch (const Error &e) {
-    info.note = std::string("not rendered: ") + e.what();
+  info.failure = failure;
+  if (!failure.empty()) {
+    info.note = "not rendered: the pipeline stopped";
+  } else {
+    try {
+      sources = renderVizSources(g, VizTarget{target, b.allowCustom, b.gridOnHost, b.gpuArch, b.cpu});
+    } catch (const Error &e) {
+      info.note = std::string("not rendered: ") + e.what();
+    }
   }
   writeFileAtomic(file, vizHtml(g, rec, sources, info));
 }
@@ -345,7 +351,13 @@ int compileMain(int argc, char **argv) {
       viz.record("input", g, true);
       pm.afterPass = [&](std::string_view pass, const Graph &cur, bool changed) { viz.record(pass, cur, changed); };
     }
-    runPipeline(g, pipeline, pm, std::cout, std::cerr);
+    try {
+      runPipeline(g, pipeline, pm, std::cout, std::cerr);
+    } catch (const Error &e) {
+      // a page of the passes that ran is what one wants to look at when a pass fails
+      if (!vizFile.empty()) writeViz(vizFile, input, g, viz, target, backend, e.what());
+      throw;
+    }
     if (!vizFile.empty()) writeViz(vizFile, input, g, viz, target, backend);
     if (outDir.empty()) return kExitOk;
     OutputDir out(outDir, force);

@@ -320,6 +320,8 @@ public:
     jsonString(out, info.language);
     out += ",\"note\":";
     jsonString(out, info.note);
+    out += ",\"failure\":";
+    jsonString(out, info.failure);
     out += ",\"maxRegionNodes\":" + std::to_string(kVizMaxRegionNodes);
     out += "},\n\"groups\":{";
     bool firstGroup = true;

@@ -55,6 +55,7 @@ struct VizInfo {
   std::string target;   ///< c, llvm or ptx
   std::string language; ///< of the kernel sources: "C", "LLVM IR", "PTX"
   std::string note;     ///< why there are no kernel sources, when there are none
+  std::string failure;  ///< the error of the pass that stopped the pipeline (the page shows those before it)
 };
 
 /// Most nodes of one region (the top level or one kernel) the page lays out and draws; a larger region is

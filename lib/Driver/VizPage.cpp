@@ -32,6 +32,7 @@ nav button.cur { background: #dfe7f7; border-color: #9bb2e0; }
 nav button small { color: #667; }
 nav button.same { color: #889; }
 nav button .dot { display: inline-block; width: 8px; height: 8px; border-radius: 4px; background: #e8912d; margin-right: 4px; }
+nav .fail { margin: 4px 2px; padding: 4px 6px; border-radius: 4px; background: #fde8e8; color: #9b1c1c; font-size: 12px; }
 #view { flex: 1; position: relative; overflow: hidden; }
 #crumb { position: absolute; top: 6px; left: 8px; right: 8px; z-index: 2; pointer-events: none; }
 #crumb span, #crumb button { pointer-events: auto; background: rgba(255,255,255,.92); border: 1px solid #ccd; border-radius: 4px; padding: 2px 6px; font-size: 12px; }
@@ -112,6 +113,7 @@ function drawNav() {
     h += '<button type="button" class="step' + (i === V.step ? " cur" : "") + (st.changed ? "" : " same") + '" data-step="' + i + '">' +
       String(i).padStart(2, "0") + " " + esc(st.name) + "<br><small>" + sub + "</small></button>";
   });
+  if (D.info.failure) h += '<div class="fail">the next pass failed: ' + esc(D.info.failure) + "</div>";
   const st = D.steps[V.step];
   if (st.kernels.length) {
     h += "<h4>kernels (" + st.kernels.length + ")</h4>";
@@ -154,12 +156,12 @@ function drawRegion() {
   let e = "", n = "";
   R.nodes.forEach((nd, i) => {
     const x = xy[3 * i], y = xy[3 * i + 1], w = xy[3 * i + 2];
-    for (const s of nd[5]) e += '<path d="' + edgePath(xy[3 * s], xy[3 * s + 1] + NH / 2, x, y - NH / 2) + '"/>';
+    for (const s of nd[5]) e += edgePath(xy[3 * s], xy[3 * s + 1] + NH / 2, x, y - NH / 2);
     const cls = "node g-" + (D.groups[nd[0]] || "meta") + (nd[7] >= 0 ? " call" : "") + (news.has(i) ? " new" : "");
     n += '<g class="' + cls + '" data-i="' + i + '" transform="translate(' + (x - w / 2) + "," + (y - NH / 2) + ')"><rect width="' + w +
       '" height="' + NH + '" rx="4"/><text x="6" y="14">' + esc(nd[0]) + " %" + i + '</text><text class="a" x="6" y="28">' + esc(nd[6]) + "</text></g>";
   });
-  $("edges").innerHTML = e;
+  $("edges").innerHTML = '<path d="' + e + '"/>'; // one element for all edges: thousands of paths draw slowly
   $("nodes").innerHTML = n;
   $("hl").innerHTML = "";
   V.users = usersOf(R);
