@@ -83,7 +83,7 @@ struct AsmPrinter::Impl {
   }
 
   void string(std::string &out, std::string_view s, bool allowBare) {
-    if (allowBare && bareString(s)) {
+    if (allowBare && s.size() <= opts.maxStringBytes && bareString(s)) {
       out += s;
       return;
     }
