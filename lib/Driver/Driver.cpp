@@ -23,7 +23,6 @@
 #include <cctype>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <map>
 #include <tuple>
 #include <unordered_map>
@@ -214,38 +213,6 @@ void printStats(const Schedule &s, const std::optional<Count> &tensor, std::ostr
   }
 }
 
-/// --viz FILE: refused before any work when FILE cannot be written (its directory is missing, or FILE is one).
-void checkVizFile(const std::string &file) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::path parent = fs::path(file).parent_path();
-  if (parent.empty()) parent = ".";
-  if (!fs::is_directory(parent, ec)) fail("--viz: cannot write '" + file + "': no directory '" + parent.string() + "'");
-  if (fs::is_directory(file, ec)) fail("--viz: cannot write '" + file + "': it is a directory");
-}
-
-/// --viz: the page, with each kernel's source where the graph is a kernel graph the target can render.
-/// `failure`: the message of a pass that threw (the page then shows the passes before it).
-void writeViz(const std::string &file, const std::string &input, Graph &g, const VizRecorder &rec,
-              const std::string &target, const BackendOptions &b, const std::string &failure = "") {
-  VizInfo info;
-  info.input = input;
-  info.target = target;
-  info.language = target == "c" ? "C" : target == "llvm" ? "LLVM IR" : "PTX";
-  std::vector<VizKernelSource> sources;
-  info.failure = failure;
-  if (!failure.empty()) {
-    info.note = "not rendered: the pipeline stopped";
-  } else {
-    try {
-      sources = renderVizSources(g, VizTarget{target, b.allowCustom, b.gridOnHost, b.gpuArch, b.cpu});
-    } catch (const Error &e) {
-      info.note = std::string("not rendered: ") + e.what();
-    }
-  }
-  writeFileAtomic(file, vizHtml(g, rec, sources, info));
-}
-
 int compileMain(int argc, char **argv) {
   CLI::App app{"uopc: ahead-of-time compiler for tinygrad UOp graphs.\n"
                "  uopc GRAPH -o DIR          compile a graph (JSON or .uopb)\n"
@@ -285,7 +252,8 @@ int compileMain(int argc, char **argv) {
   app.add_flag("--print-after-all", pm.printAfterAll, "Print the graph after every pass (stdout)");
   app.add_option("--print-after", pm.printAfter, "Print the graph after this pass (repeatable)")->delimiter(',');
   app.add_flag("--print-changed", pm.printChanged, "With a print option: only print passes that changed the graph");
-  app.add_option("--dump-dir", pm.dumpDir, "Write NN-<pass>.json after every pass into this directory");
+  app.add_option("--dump-dir", pm.dumpDir,
+                 "Write NN-<pass>.json (.txt with --print-ir-format=text) after every pass into this directory");
   std::string irFormat, vizFile;
   app.add_option("--print-ir-format", irFormat,
                  "Form of printed and dumped graphs: text (readable, the default for --print-after*) or json (format "
@@ -337,7 +305,7 @@ int compileMain(int argc, char **argv) {
     if (stats && emit == "graph") fail("--stats counts the work of the scheduled kernels: use --emit kernels or manifest");
     if (target == "ptx") checkGpuArch(backend.gpuArch);
     checkCpuName(backend.cpu, target);
-    if (!vizFile.empty()) checkVizFile(vizFile);
+    if (!vizFile.empty()) checkVizPath(vizFile);
     spdlog::info("reading {}", input);
     Graph g = readGraphFile(input);
     spdlog::info("running {} passes", pipeline.size());
@@ -347,6 +315,7 @@ int compileMain(int argc, char **argv) {
         if (pass == "rangeify") tensor = tensorWork(cur);
       };
     VizRecorder viz;
+    VizTarget vizTarget{target, backend.allowCustom, backend.gridOnHost, backend.gpuArch, backend.cpu};
     if (!vizFile.empty()) {
       viz.record("input", g, true);
       pm.afterPass = [&](std::string_view pass, const Graph &cur, bool changed) { viz.record(pass, cur, changed); };
@@ -355,10 +324,10 @@ int compileMain(int argc, char **argv) {
       runPipeline(g, pipeline, pm, std::cout, std::cerr);
     } catch (const Error &e) {
       // a page of the passes that ran is what one wants to look at when a pass fails
-      if (!vizFile.empty()) writeViz(vizFile, input, g, viz, target, backend, e.what());
+      if (!vizFile.empty()) writeVizPage(vizFile, input, g, viz, vizTarget, e.what());
       throw;
     }
-    if (!vizFile.empty()) writeViz(vizFile, input, g, viz, target, backend);
+    if (!vizFile.empty()) writeVizPage(vizFile, input, g, viz, vizTarget);
     if (outDir.empty()) return kExitOk;
     OutputDir out(outDir, force);
     if (emit == "graph") {

@@ -13,6 +13,7 @@
 #include "Driver/Viz.h"
 
 #include "Driver/Manifest.h"
+#include "Driver/OutputDir.h"
 #include "IR/AsmPrinter.h"
 #include "IR/Error.h"
 #include "Passes/Schedule.h"
@@ -21,6 +22,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <numeric>
 #include <unordered_map>
@@ -495,6 +497,35 @@ std::vector<VizKernelSource> renderVizSources(Graph &g, const VizTarget &t) {
     out.push_back(std::move(k));
   }
   return out;
+}
+
+void checkVizPath(const std::string &file) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path parent = fs::path(file).parent_path();
+  if (parent.empty()) parent = ".";
+  if (!fs::is_directory(parent, ec)) fail("--viz: cannot write '" + file + "': no directory '" + parent.string() + "'");
+  if (fs::is_directory(file, ec)) fail("--viz: cannot write '" + file + "': it is a directory");
+}
+
+void writeVizPage(const std::string &file, const std::string &input, Graph &g, const VizRecorder &rec,
+                  const VizTarget &t, const std::string &failure) {
+  VizInfo info;
+  info.input = input;
+  info.target = t.target;
+  info.language = t.target == "c" ? "C" : t.target == "llvm" ? "LLVM IR" : "PTX";
+  info.failure = failure;
+  std::vector<VizKernelSource> sources;
+  if (!failure.empty()) {
+    info.note = "not rendered: the pipeline stopped";
+  } else {
+    try {
+      sources = renderVizSources(g, t);
+    } catch (const Error &e) {
+      info.note = std::string("not rendered: ") + e.what();
+    }
+  }
+  writeFileAtomic(file, vizHtml(g, rec, sources, info));
 }
 
 std::string vizHtml(const Graph &g, const VizRecorder &rec, const std::vector<VizKernelSource> &sources,

@@ -58,6 +58,16 @@ struct VizInfo {
   std::string failure;  ///< the error of the pass that stopped the pipeline (the page shows those before it)
 };
 
+/// Throws Error when `file` cannot be written as a page (its directory is missing, or it is a directory):
+/// the driver asks before doing any work.
+void checkVizPath(const std::string &file);
+
+/// Writes the page of `rec` to `file` (atomically), with each kernel's source where the final graph is a
+/// kernel graph the target renders. `failure`: the message of the pass that threw, if one did (the page
+/// then shows the passes before it and says which failed).
+void writeVizPage(const std::string &file, const std::string &input, Graph &g, const VizRecorder &rec,
+                  const VizTarget &t, const std::string &failure = "");
+
 /// Most nodes of one region (the top level or one kernel) the page lays out and draws; a larger region is
 /// listed with its op counts only (a pane of a million nodes is not something to look at).
 inline constexpr size_t kVizMaxRegionNodes = 50000;

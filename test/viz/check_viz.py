@@ -292,7 +292,8 @@ def main():
                os.path.join(os.path.dirname(__file__), "..", "lit", "cli", "Inputs", "axpy.json"))]
     for g in a.graph:
         name, _, path = g.rpartition("=")
-        graphs.append((name or os.path.basename(path), path))
+        base = os.path.basename(path)
+        graphs.append((name or (os.path.basename(os.path.dirname(os.path.abspath(path))) if base == "graph.json" else base), path))
     skipped = []
     if a.corpus:
         for case in ("public/red_softmax", "perf/perf_transformer_12L"):
