@@ -24,7 +24,6 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
-#include <numeric>
 #include <unordered_map>
 #include <unordered_set>
 
