@@ -38,7 +38,7 @@ def chain(nops):
 
 def run(uopc, graph, d):
     r = subprocess.run([uopc, graph, "-o", os.path.join(d, "out"), "--emit", "graph", "--pass-pipeline", PIPELINE,
-                        "--time-passes", "--print-after=kernel-split"], capture_output=True, text=True, check=True)
+                        "--time-passes", "--print-after=kernel-split", "--print-ir-format=json"], capture_output=True, text=True, check=True)
     text = r.stdout + r.stderr
     def secs(name):
         m = re.search(r"([0-9.]+) s\s+[0-9.]+%\s+" + name + r"\s*$", text, re.M)

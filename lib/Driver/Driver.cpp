@@ -5,6 +5,7 @@
 
 #include "Driver/Manifest.h"
 #include "Driver/OutputDir.h"
+#include "Driver/Viz.h"
 #include "IR/Error.h"
 #include "IR/GraphIO.h"
 #include "IR/Kernel.h"
@@ -262,7 +263,16 @@ int compileMain(int argc, char **argv) {
   app.add_flag("--print-after-all", pm.printAfterAll, "Print the graph after every pass (stdout)");
   app.add_option("--print-after", pm.printAfter, "Print the graph after this pass (repeatable)")->delimiter(',');
   app.add_flag("--print-changed", pm.printChanged, "With a print option: only print passes that changed the graph");
-  app.add_option("--dump-dir", pm.dumpDir, "Write NN-<pass>.json after every pass into this directory");
+  app.add_option("--dump-dir", pm.dumpDir,
+                 "Write NN-<pass>.json (.txt with --print-ir-format=text) after every pass into this directory");
+  std::string irFormat, vizFile;
+  app.add_option("--print-ir-format", irFormat,
+                 "Form of printed and dumped graphs: text (readable, the default for --print-after*) or json (format "
+                 "v1, reads back in: the default for --dump-dir)")
+      ->check(CLI::IsMember({"text", "json"}));
+  app.add_option("--viz", vizFile,
+                 "Write one self-contained HTML page showing the graph after every pass (kernels as boxes that open "
+                 "into their graph and source); -o is then optional");
   app.add_flag("--time-passes", pm.timePasses, "Print the time each pass took (stderr)");
   app.add_flag("--verify-each", pm.verifyEach, "Run the verifier after every pass");
   addLogOptions(app, verbosity, level);
@@ -278,10 +288,15 @@ int compileMain(int argc, char **argv) {
     std::cerr << "uopc: error: no input graph (see --help)\n";
     return kExitUsage;
   }
-  if (outDir.empty()) {
-    std::cerr << "uopc: error: no output directory: pass -o DIR\n";
+  if (outDir.empty() && vizFile.empty()) {
+    std::cerr << "uopc: error: no output directory: pass -o DIR (or --viz FILE.html)\n";
     return kExitUsage;
   }
+  if (outDir.empty() && stats) {
+    std::cerr << "uopc: error: --stats needs -o DIR\n";
+    return kExitUsage;
+  }
+  if (!irFormat.empty()) pm.format = irFormat == "json" ? IRFormat::Json : IRFormat::Text;
   std::vector<PipelineEntry> pipeline;
   try {
     if (app.count("--pass-pipeline") == 0) { // given but empty: no pass at all (render the graph as it is)
@@ -303,6 +318,7 @@ int compileMain(int argc, char **argv) {
     if (stats && emit == "graph") fail("--stats counts the work of the scheduled kernels: use --emit kernels or manifest");
     if (target == "ptx") checkGpuArch(backend.gpuArch);
     checkCpuName(backend.cpu, target);
+    if (!vizFile.empty()) checkVizPath(vizFile);
     spdlog::info("reading {}", input);
     Graph g = readGraphFile(input);
     spdlog::info("running {} passes", pipeline.size());
@@ -312,8 +328,22 @@ int compileMain(int argc, char **argv) {
         if (pass == "rangeify") tensor = tensorWork(cur);
       };
     TargetInfo targetInfo = TargetInfo::forTarget(target, backend.gridOnHost);
-    runPipeline(g, pipeline, pm, std::cout, std::cerr, targetInfo);
-    if (emit != "graph") linearizeForRendering(g, targetInfo);
+    VizRecorder viz;
+    VizTarget vizTarget{target, backend.allowCustom, backend.gridOnHost, backend.gpuArch, backend.cpu};
+    if (!vizFile.empty()) {
+      viz.record("input", g, true);
+      pm.afterPass = [&](std::string_view pass, const Graph &cur, bool changed) { viz.record(pass, cur, changed); };
+    }
+    try {
+      runPipeline(g, pipeline, pm, std::cout, std::cerr, targetInfo);
+      if (emit != "graph") linearizeForRendering(g, targetInfo);
+    } catch (const Error &e) {
+      // a page of the passes that ran is what one wants to look at when a pass fails
+      if (!vizFile.empty()) writeVizPage(vizFile, input, g, viz, vizTarget, e.what());
+      throw;
+    }
+    if (!vizFile.empty()) writeVizPage(vizFile, input, g, viz, vizTarget);
+    if (outDir.empty()) return kExitOk;
     OutputDir out(outDir, force);
     if (emit == "graph") {
       out.write("graph.json", writeGraphJson(g));

@@ -1,6 +1,7 @@
 //===- PassManager.cpp - running pipelines with dumps, timing and checks --===//
 #include "Passes/PassManager.h"
 
+#include "IR/AsmPrinter.h"
 #include "IR/Error.h"
 #include "IR/GraphIO.h"
 #include "IR/Verifier.h"
@@ -184,14 +185,18 @@ void runPipeline(Graph &g, const std::vector<PipelineEntry> &pipeline, const Pas
       out << "// -----// IR dump after " << p->flag;
       if (!changed) out << " (unchanged)";
       out << " //----- //\n";
-      if (changed || !opts.printChanged) out << writeGraphJson(g);
+      if (changed || !opts.printChanged)
+        out << (opts.format.value_or(IRFormat::Text) == IRFormat::Text ? printGraphText(g) : writeGraphJson(g));
     }
+    if (opts.afterPass) opts.afterPass(p->flag, g, changed);
     if (!opts.dumpDir.empty()) {
       char prefix[16];
       std::snprintf(prefix, sizeof prefix, "%02u-", index);
-      std::filesystem::path file = std::filesystem::path(opts.dumpDir) / (prefix + std::string(p->flag) + ".json");
+      bool text = opts.format.value_or(IRFormat::Json) == IRFormat::Text;
+      std::filesystem::path file =
+          std::filesystem::path(opts.dumpDir) / (prefix + std::string(p->flag) + (text ? ".txt" : ".json"));
       std::ofstream f(file, std::ios::binary);
-      f << writeGraphJson(g);
+      f << (text ? printGraphText(g) : writeGraphJson(g));
       if (!f) fail("cannot write dump file '" + file.string() + "'");
     }
   }

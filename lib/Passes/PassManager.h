@@ -71,15 +71,23 @@ std::vector<std::string> defaultPipeline();
 /// the empty pipeline.
 std::vector<PipelineEntry> parsePipeline(std::string_view text);
 
+/// How the manager prints or dumps a graph: the readable text form (IR/AsmPrinter.h) or JSON (format v1,
+/// which reads back in).
+enum class IRFormat { Text, Json };
+
 struct PassManagerOptions {
   bool printAfterAll = false;
   std::vector<std::string> printAfter; ///< pass flags
   bool printChanged = false;           ///< with a print option: skip passes that left the graph as it was
-  std::string dumpDir;                 ///< non-empty: write NN-<pass>.json after every pass
+  std::string dumpDir;                 ///< non-empty: write NN-<pass>.json (.txt for text) after every pass
+  /// --print-ir-format; unset: text for the print options, JSON for --dump-dir (so that dumps read back in).
+  std::optional<IRFormat> format;
   bool timePasses = false;
   bool verifyEach = false;
   /// Called with each pass's flag and the graph it is about to run on (analyses such as --stats).
   std::function<void(std::string_view, const Graph &)> beforePass;
+  /// Called with each pass's flag, the graph it left and whether it changed the graph (uopc --viz).
+  std::function<void(std::string_view, const Graph &, bool)> afterPass;
 };
 
 /// Runs `pipeline` on `g`. Printing goes to `out`, timings to `err`. Throws Error from a pass.

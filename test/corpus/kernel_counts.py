@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Kernel counts of uopc's kernel split next to tinygrad's (case.json reference.kernels), per corpus case.
 
-Runs `uopc GRAPH --emit graph --pass-pipeline P --print-after=kernel-split` on every case and counts the
+Runs `uopc GRAPH --emit graph --pass-pipeline P --print-after=kernel-split --print-ir-format=json` on every case and counts the
 kernel SINKs (a SINK whose arg is a KernelInfo). Prints a markdown table and the totals; with --check,
 fails when the total or any one case exceeds tinygrad's kernel count.
 """
@@ -12,7 +12,7 @@ PIPELINE = "verify,invalid-pad,multi-lower,reduce-identity,rangeify,kernel-split
 def count(uopc, graph, pipeline):
     with tempfile.TemporaryDirectory() as d:
         r = subprocess.run([uopc, graph, "-o", os.path.join(d, "out"), "--emit", "graph", "--pass-pipeline", pipeline,
-                            "--print-after=kernel-split"], capture_output=True, text=True)
+                            "--print-after=kernel-split", "--print-ir-format=json"], capture_output=True, text=True)
     if r.returncode != 0: return None, r.stderr.strip().splitlines()[-1] if r.stderr else "failed"
     doc = json.loads(r.stdout[r.stdout.index("{"):])
     return sum(1 for n in doc["nodes"] if n["op"] == "SINK" and isinstance(n.get("arg"), dict)
