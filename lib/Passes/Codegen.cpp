@@ -14,26 +14,12 @@
 #include "Passes/Rewrite.h"
 #include "Passes/Symbolic/Symbolic.h"
 
-#include <unordered_map>
 
 namespace uopc {
 
 void runCodegen(Graph &g, const PassContext &) {
-  Context &c = *g.ctx;
   SymbolicCtx sc;
-  // Rebuilt bottom-up: a CALL gets its simplified body, every user of a changed node is rebuilt on it.
-  std::unordered_map<const UOp *, const UOp *> now;
-  for (const UOp *u : toposort(g.root)) {
-    std::vector<const UOp *> srcs;
-    for (const UOp *s : u->src()) {
-      auto it = now.find(s);
-      srcs.push_back(it == now.end() ? s : it->second);
-    }
-    if (u->op == Op::CALL && u->src(0)->op == Op::SINK) srcs[0] = simplifyWith(c, u->src(0), symRules(), &sc);
-    const UOp *n = c.withSrc(u, srcs);
-    if (n != u) now[u] = n;
-  }
-  if (auto it = now.find(g.root); it != now.end()) g.root = it->second;
+  rewriteKernelBodies(g, [&](const UOp *call) { return simplifyWith(*g.ctx, call->src(0), symRules(), &sc); });
 }
 
 } // namespace uopc

@@ -397,23 +397,12 @@ void runLinearize(Graph &g, const PassContext &pc) {
     if (grid != "0" && grid != "1") fail("pass 'linearize': option grid=" + std::string(grid) + " is not 0 or 1");
     gpu = grid == "1";
   }
-  std::unordered_map<const UOp *, const UOp *> now;
-  for (const UOp *u : toposort(g.root)) {
-    std::vector<const UOp *> srcs;
-    for (const UOp *s : u->src()) {
-      auto it = now.find(s);
-      srcs.push_back(it == now.end() ? s : it->second);
-    }
-    if (u->op == Op::CALL && u->nsrc > 0 && u->src(0)->op == Op::SINK) {
-      Linearizer l(c);
-      l.gpu = gpu;
-      l.maxBlock = pc.target.gpuGrid ? std::max<int64_t>(1, pc.target.maxThreadsPerBlock) : 256;
-      srcs[0] = l.run(u->src(0));
-    }
-    const UOp *n = c.withSrc(u, srcs);
-    if (n != u) now[u] = n;
-  }
-  if (auto it = now.find(g.root); it != now.end()) g.root = it->second;
+  rewriteKernelBodies(g, [&](const UOp *call) {
+    Linearizer l(c);
+    l.gpu = gpu;
+    l.maxBlock = pc.target.gpuGrid ? std::max<int64_t>(1, pc.target.maxThreadsPerBlock) : 256;
+    return l.run(call->src(0));
+  });
 }
 
 } // namespace uopc

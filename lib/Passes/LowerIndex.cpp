@@ -69,19 +69,7 @@ const UOp *lowerIndexKernel(Context &c, const UOp *body) {
 }
 
 void runLowerIndex(Graph &g, const PassContext &) {
-  Context &c = *g.ctx;
-  std::unordered_map<const UOp *, const UOp *> now;
-  for (const UOp *u : toposort(g.root)) {
-    std::vector<const UOp *> srcs;
-    for (const UOp *s : u->src()) {
-      auto it = now.find(s);
-      srcs.push_back(it == now.end() ? s : it->second);
-    }
-    if (u->op == Op::CALL && u->nsrc > 0 && u->src(0)->op == Op::SINK) srcs[0] = lowerIndexKernel(c, u->src(0));
-    const UOp *n = c.withSrc(u, srcs);
-    if (n != u) now[u] = n;
-  }
-  if (auto it = now.find(g.root); it != now.end()) g.root = it->second;
+  rewriteKernelBodies(g, [&](const UOp *call) { return lowerIndexKernel(*g.ctx, call->src(0)); });
 }
 
 } // namespace uopc

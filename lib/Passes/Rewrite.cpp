@@ -355,4 +355,20 @@ const UOp *substitute(Context &ctx, const UOp *root,
   return substitute(ctx, root, std::unordered_map<const UOp *, const UOp *>(map), enterCalls);
 }
 
+void rewriteKernelBodies(Graph &g, const std::function<const UOp *(const UOp *call)> &f) {
+  Context &c = *g.ctx;
+  std::unordered_map<const UOp *, const UOp *> now;
+  for (const UOp *u : toposort(g.root)) {
+    std::vector<const UOp *> srcs;
+    for (const UOp *s : u->src()) {
+      auto it = now.find(s);
+      srcs.push_back(it == now.end() ? s : it->second);
+    }
+    if (u->op == Op::CALL && u->nsrc > 0 && u->src(0)->op == Op::SINK) srcs[0] = f(u);
+    const UOp *n = c.withSrc(u, srcs);
+    if (n != u) now[u] = n;
+  }
+  if (auto it = now.find(g.root); it != now.end()) g.root = it->second;
+}
+
 } // namespace uopc

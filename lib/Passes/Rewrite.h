@@ -30,6 +30,7 @@
 // Error("rewrite did not reach a fixed point at ...") rather than hanging: see maxRewritesPerNode.
 #pragma once
 
+#include "IR/Graph.h"
 #include "Passes/Pattern.h"
 
 #include <functional>
@@ -91,5 +92,10 @@ const UOp *substitute(Context &ctx, const UOp *root, const std::unordered_map<co
                       bool enterCalls = false);
 const UOp *substitute(Context &ctx, const UOp *root,
                       std::initializer_list<std::pair<const UOp *const, const UOp *>> map, bool enterCalls = false);
+
+/// Gives every kernel CALL(SINK, ...) under g.root the body f(call) (f may return the SINK as it is) and
+/// rebuilds the users of what changed; copies and the rest of the graph keep their nodes. What the
+/// per-kernel passes (codegen, lower-index, linearize) have in common.
+void rewriteKernelBodies(Graph &g, const std::function<const UOp *(const UOp *call)> &f);
 
 } // namespace uopc

@@ -16,6 +16,7 @@
 #include "IR/Records.h"
 #include "IR/ScalarOps.h"
 #include "Targets/C/Prelude.h"
+#include "Targets/KernelABI.h"
 #include "Targets/Reductions.h"
 
 #include <algorithm>
@@ -119,16 +120,6 @@ std::string formatCustom(const UOp *u, const std::vector<std::string> &args) {
   return out;
 }
 
-bool supportedDType(DType dt) {
-  switch (dt) {
-  case DType::Bool: case DType::Int8: case DType::UInt8: case DType::Int16: case DType::UInt16: case DType::Int32:
-  case DType::UInt32: case DType::Int64: case DType::UInt64: case DType::WeakInt: case DType::Float16:
-  case DType::BFloat16: case DType::Float32: case DType::Float64: case DType::WeakFloat:
-    return true;
-  default: return false;
-  }
-}
-
 /// The C type a buffer of dt holds (float16/bfloat16: their bits).
 std::string storageType(DType dt) {
   switch (dt) {
@@ -180,10 +171,7 @@ struct Emitter {
   };
   std::unordered_map<const UOp *, Acc> accs;
   std::map<std::string, int> counters;
-  std::map<int64_t, DType> slotDType;
-  std::set<int64_t> written;
-  std::map<std::string, std::string> varArgs; // variable name -> C argument name
-  std::set<std::string> opsUsed;
+  KernelABI abi; ///< the function's arguments
 
   bool allowCustom = false;
   bool customStatements = false; ///< a void CUSTOM was rendered (a kernel may then store nothing)
@@ -198,8 +186,6 @@ struct Emitter {
   void analyze(const UOp *body) {
     for (const UOp *u : toposort(body)) {
       if (u->op == Op::SPECIAL) failAt(u, "a GPU thread coordinate: the C target renders loops (linearize without grid)");
-      if (!supportedDType(u->dtype) && u->dtype != DType::Void)
-        failAt(u, "dtype " + std::string(dtypeName(u->dtype)) + " is not supported");
       if (u->op == Op::CUSTOM || u->op == Op::CUSTOMI) {
         if (!allowCustom)
           failAt(u, "refusing to render a CUSTOM op: its arg is C code pasted into the kernel (pass --allow-custom "
@@ -207,25 +193,11 @@ struct Emitter {
         formatCustom(u, std::vector<std::string>(u->nsrc, "")); // format errors before any C is written
         if (u->op == Op::CUSTOMI && u->dtype == DType::Void) failAt(u, "a CUSTOMI (inline expression) of dtype void");
       }
-      if (u->op == Op::PARAM) {
-        if (interpScalar(u)) {
-          ParamArg pa = ParamArg::decode(u->arg);
-          if (!pa.name) failAt(u, "a scalar PARAM without a name");
-          if (*pa.name != "_device_num") varArgs[*pa.name] = "var_" + sanitizeCName(*pa.name);
-        } else {
-          slotDType[ParamArg::slotOf(u->arg)] = u->dtype; // (not decode: a buffer's device list may be long)
-        }
-      }
-      if (u->op == Op::STORE && u->src(0)->op == Op::INDEX && u->src(0)->src(0)->op == Op::PARAM)
-        written.insert(ParamArg::slotOf(u->src(0)->src(0)->arg));
     }
   }
   /// A CUSTOM/CUSTOMI that is a value (elementwise over its sources); a void CUSTOM is a statement.
   static bool isCustomValue(const UOp *u) {
     return (u->op == Op::CUSTOM || u->op == Op::CUSTOMI) && u->dtype != DType::Void;
-  }
-  static bool interpScalar(const UOp *u) {
-    return u->nsrc == 0 || (u->src(0)->op == Op::STACK && u->src(0)->nsrc == 0);
   }
 
   // ---- literals -----------------------------------------------------------------------------------
@@ -299,11 +271,11 @@ struct Emitter {
     for (const UOp *g : u->src().subspan(2)) ok = andOk(ok, val(g).v);
     return ok;
   }
-  std::string bufName(int64_t slot) { return (written.count(slot) ? "out" : "in") + std::to_string(slot); }
+  std::string bufName(int64_t slot) { return abi.buffers.at(static_cast<size_t>(slot)).name; }
 
   Val load(const UOp *u) {
     const UOp *p = u->src(0);
-    if (p->op != Op::PARAM || interpScalar(p)) failAt(u, "INDEX of something other than a buffer PARAM");
+    if (p->op != Op::PARAM || isScalarParamNode(p)) failAt(u, "INDEX of something other than a buffer PARAM");
     int64_t slot = ParamArg::slotOf(p->arg);
     Val i = val(u->src(1));
     std::string ok = access(u, i);
@@ -458,9 +430,9 @@ struct Emitter {
 
   Val param(const UOp *u) {
     ParamArg pa = ParamArg::decode(u->arg);
-    if (!interpScalar(u)) failAt(u, "a buffer PARAM must be read through INDEX");
+    if (!isScalarParamNode(u)) failAt(u, "a buffer PARAM must be read through INDEX");
     if (*pa.name == "_device_num") return {literal(u->dtype, interp::intToWord(u->dtype, deviceNum)), ""};
-    std::string a = varArgs.at(*pa.name);
+    std::string a = abi.varArg.at(*pa.name);
     return {u->dtype == DType::Int64 || u->dtype == DType::WeakInt ? a : "((" + storageType(u->dtype) + ")" + a + ")", ""};
   }
 
@@ -486,7 +458,6 @@ struct Emitter {
     for (const UOp *x : u->src()) s.push_back(val(x));
     std::vector<std::string> a;
     for (const Val &v : s) a.push_back(v.v);
-    opsUsed.insert(std::string(opName(u->op)));
     if (u->op == Op::WHERE) {
       std::string ok = s[0].ok;
       if (!s[1].ok.empty() || !s[2].ok.empty()) {
@@ -521,7 +492,6 @@ struct Emitter {
       a.push_back(v.v);
       ok = andOk(ok, v.ok);
     }
-    opsUsed.insert(std::string(opName(u->op)));
     std::string e = roundTo(u->dtype, parenthesize(formatCustom(u, a)));
     if (u->op == Op::CUSTOMI) return {e, ok};
     return declare(u->dtype, "custom", e, ok);
@@ -535,7 +505,6 @@ struct Emitter {
       a.push_back(v.v);
       ok = andOk(ok, v.ok);
     }
-    opsUsed.insert("CUSTOM");
     customStatements = true;
     std::string text = formatCustom(c, a);
     if (ok == "0") {
@@ -556,7 +525,6 @@ struct Emitter {
     Op op = u->arg->elems()[0]->op();
     DType dt = u->dtype;
     if (op != Op::ADD && op != Op::MUL && op != Op::MAX) failAt(u, "unsupported reduce op");
-    opsUsed.insert(op == Op::ADD ? "SUM" : op == Op::MUL ? "PROD" : "MAXREDUCE");
     std::string acc = fresh("acc");
     line(computeType(dt) + " " + acc + " = " + literal(dt, interp::reduceIdentity(op, dt)) + ";");
     accs[u] = {acc, lines.size()};
@@ -616,169 +584,65 @@ struct Emitter {
   }
 
   /// The loop over the items.
-  void render(std::span<const UOp *const> items) {
-    for (const UOp *u : items) {
-      switch (u->op) {
-      case Op::RANGE: {
-        Val n = val(u->src(0));
-        std::string name = "r" + std::to_string(u->arg && u->arg->kind == ArgKind::Tuple && u->arg->count
-                                                    ? u->arg->elems()[0]->i()
-                                                    : static_cast<int64_t>(u->index));
-        if (loopNames.count(name)) name = fresh(name + "_"); // a RANGE open around itself (same number)
-        std::string t = computeType(u->dtype);
-        openLoops.push_back(lines.size());
-        line("for (" + t + " " + name + " = 0; " + name + " < " + n.v + "; " + name + "++) {");
-        ++depth;
-        loopNames.insert(name);
-        openNames.push_back(name);
-        memo[u] = {name, ""};
-        break;
-      }
-      case Op::END:
-        if (openLoops.empty()) failAt(u, "END without an open loop");
-        openLoops.pop_back();
-        loopNames.erase(openNames.back());
-        openNames.pop_back();
-        --depth;
-        line("}");
-        break;
-      case Op::IF:
-        line("if (" + val(u->src(0)).v + ") {");
-        ++depth;
-        break;
-      case Op::ENDIF:
-        --depth;
-        line("}");
-        break;
-      case Op::REDUCE: accumulator(u); break;
-      case Op::STORE:
-        if (u->src(0)->op == Op::REDUCE) accumulate(u->src(0), u->src(1));
-        else store(u);
-        break;
-      case Op::CUSTOM: case Op::CUSTOMI:
-        if (u->dtype == DType::Void) {
-          customStatement(u);
-          break;
-        }
-        memo[u] = node(u);
-        break;
-      default: memo[u] = node(u); break;
-      }
-    }
-    if (depth != 1) fail("C target: the LINEAR items leave a loop open");
+  // ---- the items (renderItems calls these) ----------------------------------------------------------
+  void loopBegin(const UOp *u) {
+    Val n = val(u->src(0));
+    std::string name = "r" + std::to_string(u->arg && u->arg->kind == ArgKind::Tuple && u->arg->count
+                                                ? u->arg->elems()[0]->i()
+                                                : static_cast<int64_t>(u->index));
+    if (loopNames.count(name)) name = fresh(name + "_"); // a RANGE open around itself (same number)
+    openLoops.push_back(lines.size());
+    line("for (" + computeType(u->dtype) + " " + name + " = 0; " + name + " < " + n.v + "; " + name + "++) {");
+    ++depth;
+    loopNames.insert(name);
+    openNames.push_back(name);
+    memo[u] = {name, ""};
   }
+  void loopEnd(const UOp *u) {
+    if (openLoops.empty()) failAt(u, "END without an open loop");
+    openLoops.pop_back();
+    loopNames.erase(openNames.back());
+    openNames.pop_back();
+    --depth;
+    line("}");
+  }
+  void ifBegin(const UOp *u) {
+    line("if (" + val(u->src(0)).v + ") {");
+    ++depth;
+  }
+  void ifEnd(const UOp *) {
+    --depth;
+    line("}");
+  }
+  void statement(const UOp *u) { customStatement(u); }
+  void value(const UOp *u) { memo[u] = node(u); }
   std::set<std::string> loopNames;
   std::vector<std::string> openNames;
 };
 
-std::string describeLoops(const UOp *sink) {
-  std::string s;
-  for (const UOp *e : sink->src())
-    if (e->op == Op::END)
-      for (const UOp *r : e->src().subspan(1)) {
-        auto n = constBound(r->src(0));
-        s += (s.empty() ? "" : "x") + (n ? std::to_string(static_cast<int64_t>(*n)) : std::string("n"));
-      }
-  return s.empty() ? "1" : s;
-}
-
 } // namespace
-
-std::string sanitizeCName(std::string_view name) {
-  std::string s;
-  for (char ch : name.substr(0, 64)) s += std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' ? ch : '_';
-  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) s = "k_" + s;
-  return s.substr(0, 64);
-}
-
-std::vector<std::string> kernelVariables(const UOp *kernelCall) {
-  std::set<std::string> names;
-  if (const UOp *sink = kernelSink(kernelCall))
-    for (const UOp *u : toposort(sink))
-      if (u->op == Op::PARAM && Emitter::interpScalar(u)) {
-        ParamArg pa = ParamArg::decode(u->arg);
-        if (pa.name && *pa.name != "_device_num") names.insert(*pa.name);
-      }
-  return {names.begin(), names.end()};
-}
-
-std::string kernelSignature(const UOp *call) {
-  size_t nargs = call->nsrc > 0 ? call->nsrc - 1 : 0;
-  std::vector<std::string> entries(nargs);
-  for (size_t i = 0; i < nargs; ++i) entries[i] = std::string(dtypeName(call->src(i + 1)->dtype)) + ":?";
-  std::map<std::string, std::pair<int64_t, int64_t>> ranges; // variable -> the range the kernel was compiled for
-  if (const UOp *sink = kernelSink(call)) {
-    RangeInfo ri;
-    for (const UOp *u : toposort(sink)) {
-      if (u->op != Op::PARAM) continue;
-      if (Emitter::interpScalar(u)) {
-        ParamArg pa = ParamArg::decode(u->arg);
-        if (pa.name && *pa.name != "_device_num" && pa.vminVmax) ranges[*pa.name] = *pa.vminVmax;
-        continue;
-      }
-      int64_t slot = ParamArg::slotOf(u->arg);
-      if (slot < 0 || static_cast<size_t>(slot) >= nargs) continue;
-      // a size that depends on a variable: its upper bound over the variables' ranges (the most it indexes)
-      std::optional<Bound> n = u->nsrc ? constBound(u->src(0)) : std::nullopt;
-      if (!n && u->nsrc) {
-        Bound hi = ri.vmax(u->src(0));
-        if (hi >= 0 && hi < (Bound(1) << 62)) n = hi;
-      }
-      entries[static_cast<size_t>(slot)] =
-          std::string(dtypeName(u->dtype)) + ":" + (n ? std::to_string(static_cast<int64_t>(*n)) : std::string("?"));
-    }
-  }
-  std::string s = "uopc-signature:";
-  for (const std::string &e : entries) s += " " + e;
-  std::vector<std::string> vars = kernelVariables(call);
-  s += " vars " + std::to_string(vars.size());
-  // each variable's range is part of the signature: a manifest widening it is refused by the runner
-  for (const std::string &v : vars) {
-    auto it = ranges.find(v);
-    if (it != ranges.end()) s += " " + v + ":" + std::to_string(it->second.first) + ":" + std::to_string(it->second.second);
-    else s += " " + v + ":?";
-  }
-  return s;
-}
 
 EmittedKernel emitCKernel(Context &ctx, const UOp *call, int64_t deviceNum, std::string_view name,
                           const CEmitOptions &options) {
-  if (call->op != Op::CALL || call->nsrc == 0) fail("C target: expected a kernel CALL, got " + std::string(opName(call->op)));
+  KernelABI abi = KernelABI::of(call, "C target"); // (refuses what is not a linearized kernel)
   const UOp *linear = call->src(0);
-  if (linear->op == Op::COPY) failAt(call, "a copy is not a kernel: the runner performs it");
-  if (linear->op == Op::SINK) failAt(call, "the kernel is not linearized: run the pipeline through 'linearize'");
-  if (linear->op != Op::LINEAR || !kernelSink(call)) failAt(call, "the called body is not a LINEAR kernel");
-  const UOp *body = kernelSink(call);
   Emitter em(ctx, deviceNum);
   em.allowCustom = options.allowCustom;
+  em.abi = std::move(abi);
   em.analyze(linear);
 
   EmittedKernel k;
   k.symbol = sanitizeCName(name);
-  em.render(linearItems(linear));
+  renderItems(linearItems(linear), em);
+  if (em.depth != 1) fail("C target: the LINEAR items leave a loop open");
 
-  // signature: one pointer per CALL argument, then the variables
+  // signature: one pointer per CALL argument, then the variables (KernelABI.h)
   std::vector<std::string> params;
-  for (size_t slot = 0; slot + 1 < call->nsrc; ++slot) {
-    auto it = em.slotDType.find(static_cast<int64_t>(slot));
-    DType dt = it != em.slotDType.end() ? it->second : call->src(slot + 1)->dtype;
-    if (!supportedDType(dt)) failAt(call, "argument " + std::to_string(slot) + " has an unsupported dtype");
-    bool w = em.written.count(static_cast<int64_t>(slot));
-    params.push_back(std::string(w ? "" : "const ") + storageType(dt) + " *restrict " + em.bufName(static_cast<int64_t>(slot)));
-  }
-  for (const std::string &v : kernelVariables(call)) params.push_back("int64_t " + em.varArgs.at(v));
-
-  std::string ops;
-  for (const std::string &o : em.opsUsed) ops += (ops.empty() ? "" : " ") + o;
-  std::string outs;
-  for (int64_t s : em.written) outs += (outs.empty() ? "" : ", ") + em.bufName(s);
-  if (em.written.empty() && !em.customStatements) failAt(call, "the kernel stores nothing");
-  k.summary = k.symbol + ": " +
-              (em.written.empty() ? std::string("no stores")
-                                  : outs + " (" + std::string(dtypeName(em.slotDType[*em.written.begin()])) + ")") +
-              " over " +
-              describeLoops(body) + (ops.empty() ? ": copy of the inputs" : ": " + ops) +
-              (deviceNum ? ", device " + std::to_string(deviceNum) : "");
+  for (const KernelABI::Buffer &b : em.abi.buffers)
+    params.push_back(std::string(b.written ? "" : "const ") + storageType(b.dtype) + " *restrict " + b.name);
+  for (const std::string &v : em.abi.vars) params.push_back("int64_t " + em.abi.varArg.at(v));
+  if (em.abi.written.empty() && !em.customStatements) failAt(call, "the kernel stores nothing");
+  k.summary = em.abi.summary(call, k.symbol, deviceNum);
 
   std::string src = "/* " + k.summary + " */\n/* generated by uopc */\n#include <stdbool.h>\n#include <stdint.h>\n";
   if (em.needMath) src += "#include <math.h>\n#include <string.h>\n";

@@ -21,6 +21,7 @@
 #include "IR/Records.h"
 #include "IR/ScalarOps.h"
 #include "Targets/CTarget.h"
+#include "Targets/KernelABI.h"
 
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/IRBuilder.h>
@@ -53,15 +54,6 @@ using Mapping = LLVMEmitOptions::Mapping;
   fail("LLVM target: UOp #" + std::to_string(u->index) + " (" + std::string(opName(u->op)) + "): " + msg);
 }
 
-bool supportedDType(DType dt) {
-  switch (dt) {
-  case DType::Bool: case DType::Int8: case DType::UInt8: case DType::Int16: case DType::UInt16: case DType::Int32:
-  case DType::UInt32: case DType::Int64: case DType::UInt64: case DType::WeakInt: case DType::Float16:
-  case DType::BFloat16: case DType::Float32: case DType::Float64: case DType::WeakFloat:
-    return true;
-  default: return false;
-  }
-}
 bool isF(DType dt) { return isFloat(dt); }
 bool isSingle(DType dt) { return dt == DType::Float32 || dt == DType::Float16 || dt == DType::BFloat16; }
 bool isHalf(DType dt) { return dt == DType::Float16 || dt == DType::BFloat16; }
@@ -101,12 +93,9 @@ struct Emitter {
     bool poisoned = false;
   };
   std::unordered_map<const UOp *, Acc> accs;
-  std::map<int64_t, DType> slotDType;
-  std::set<int64_t> written;
-  std::map<std::string, std::string> varArgs;
+  KernelABI abi; ///< the function's arguments
   std::map<std::string, Value *> varValues;
   std::map<int64_t, Value *> bufArgs;
-  std::set<std::string> opsUsed;
 
   // ---- the GPU mappings --------------------------------------------------------------------------------
   Mapping mapping = Mapping::Loops;
@@ -118,9 +107,6 @@ struct Emitter {
   bool gpu() const { return mapping != Mapping::Loops; }
 
   // ---- analysis -----------------------------------------------------------------------------------------
-  static bool interpScalar(const UOp *u) {
-    return u->nsrc == 0 || (u->src(0)->op == Op::STACK && u->src(0)->nsrc == 0);
-  }
   void analyze(const UOp *body) {
     for (const UOp *u : toposort(body)) {
       if (u->op == Op::SPECIAL) {
@@ -131,20 +117,7 @@ struct Emitter {
           failAt(u, "expected SPECIAL gidx0 or lidx0 of a constant size");
         (which == "gidx0" ? launch.global[0] : launch.local[0]) = static_cast<int64_t>(*n);
       }
-      if (!supportedDType(u->dtype) && u->dtype != DType::Void)
-        failAt(u, "dtype " + std::string(dtypeName(u->dtype)) + " is not supported");
       if (u->op == Op::CUSTOM || u->op == Op::CUSTOMI) failAt(u, "CUSTOM ops carry C source: only the C target renders them (with --allow-custom)");
-      if (u->op == Op::PARAM) {
-        ParamArg pa = ParamArg::decode(u->arg);
-        if (interpScalar(u)) {
-          if (!pa.name) failAt(u, "a scalar PARAM without a name");
-          if (*pa.name != "_device_num") varArgs[*pa.name] = "var_" + sanitizeCName(*pa.name);
-        } else {
-          slotDType[pa.slot] = u->dtype;
-        }
-      }
-      if (u->op == Op::STORE && u->src(0)->op == Op::INDEX && u->src(0)->src(0)->op == Op::PARAM)
-        written.insert(ParamArg::decode(u->src(0)->src(0)->arg).slot);
     }
   }
 
@@ -415,7 +388,7 @@ struct Emitter {
                                                                                            : static_cast<int64_t>(r->index));
   }
   /// RANGE r: `for (r = 0; r < size; r++)` from the current insertion point.
-  void openLoop(const UOp *r) {
+  void loopBegin(const UOp *r) {
     Val n = val(r->src(0));
     llvm::Type *T = computeType(r->dtype);
     auto lp = std::make_unique<Loop>();
@@ -438,7 +411,7 @@ struct Emitter {
     open.push_back(L);
   }
   /// END: the latch, then on after the loop.
-  void closeLoop(const UOp *e) {
+  void loopEnd(const UOp *e) {
     if (open.empty()) failAt(e, "END without an open loop");
     Loop *L = open.back();
     llvm::Type *T = L->counter->getAllocatedType();
@@ -495,7 +468,7 @@ struct Emitter {
   }
   Val load(const UOp *u) {
     const UOp *p = u->src(0);
-    if (p->op != Op::PARAM || interpScalar(p)) failAt(u, "INDEX into something other than a buffer PARAM");
+    if (p->op != Op::PARAM || isScalarParamNode(p)) failAt(u, "INDEX into something other than a buffer PARAM");
     int64_t slot = ParamArg::decode(p->arg).slot;
     Val i = val(u->src(1));
     Value *ok = access(u, i);
@@ -670,7 +643,7 @@ struct Emitter {
 
   Val param(const UOp *u) {
     ParamArg pa = ParamArg::decode(u->arg);
-    if (!interpScalar(u)) failAt(u, "a buffer PARAM must be read through INDEX");
+    if (!isScalarParamNode(u)) failAt(u, "a buffer PARAM must be read through INDEX");
     if (*pa.name == "_device_num") return {literal(u->dtype, interp::intToWord(u->dtype, deviceNum)), nullptr};
     Value *a = varValues.at(*pa.name);
     if (isF(u->dtype)) return {b.CreateSIToFP(a, computeType(u->dtype)), nullptr};
@@ -709,7 +682,6 @@ struct Emitter {
     for (const UOp *x : u->src()) s.push_back(val(x));
     std::vector<Value *> a;
     for (const Val &v : s) a.push_back(v.v);
-    opsUsed.insert(std::string(opName(u->op)));
     // A weak source (a Python literal's int or float: weak dtypes match anything) takes the dtype of the
     // op's strong operands (weakint + float32, weakfloat * float32, int32 < weakint), as C's usual
     // conversions do in the C target; `dts` is each operand's dtype after that.
@@ -754,7 +726,6 @@ struct Emitter {
     Op op = u->arg->elems()[0]->op();
     DType dt = u->dtype;
     if (op != Op::ADD && op != Op::MUL && op != Op::MAX) failAt(u, "unsupported reduce op");
-    opsUsed.insert(op == Op::ADD ? "SUM" : op == Op::MUL ? "PROD" : "MAXREDUCE");
     Acc a;
     a.value = makeAlloca(computeType(dt), "acc");
     a.ok = makeAlloca(b.getInt1Ty(), "acc.ok");
@@ -833,47 +804,23 @@ struct Emitter {
     b.SetInsertPoint(cont);
   }
 
-  /// The loop over the items.
-  void render(std::span<const UOp *const> items) {
-    for (const UOp *u : items) {
-      switch (u->op) {
-      case Op::RANGE: openLoop(u); break;
-      case Op::END: closeLoop(u); break;
-      case Op::IF: {
-        auto *then = llvm::BasicBlock::Create(lc, "thread", fn), *after = llvm::BasicBlock::Create(lc, "thread.end", fn);
-        b.CreateCondBr(val(u->src(0)).v, then, after);
-        b.SetInsertPoint(then);
-        ifs.push_back(after);
-        break;
-      }
-      case Op::ENDIF:
-        if (ifs.empty()) failAt(u, "ENDIF without an IF");
-        b.CreateBr(ifs.back());
-        b.SetInsertPoint(ifs.back());
-        ifs.pop_back();
-        break;
-      case Op::REDUCE: accumulator(u); break;
-      case Op::STORE:
-        if (u->src(0)->op == Op::REDUCE) accumulate(u->src(0), u->src(1));
-        else store(u);
-        break;
-      default: memo[u] = node(u); break;
-      }
-    }
-    if (!open.empty() || !ifs.empty()) fail("LLVM target: the LINEAR items leave a loop or an IF open");
+  // ---- the items (renderItems calls these, and loopBegin/loopEnd above) ---------------------------------
+  void ifBegin(const UOp *u) {
+    auto *then = llvm::BasicBlock::Create(lc, "thread", fn), *after = llvm::BasicBlock::Create(lc, "thread.end", fn);
+    b.CreateCondBr(val(u->src(0)).v, then, after);
+    b.SetInsertPoint(then);
+    ifs.push_back(after);
   }
+  void ifEnd(const UOp *u) {
+    if (ifs.empty()) failAt(u, "ENDIF without an IF");
+    b.CreateBr(ifs.back());
+    b.SetInsertPoint(ifs.back());
+    ifs.pop_back();
+  }
+  void statement(const UOp *u) { failAt(u, "CUSTOM ops carry C source: only the C target renders them"); }
+  void value(const UOp *u) { memo[u] = node(u); }
 };
 
-std::string describeLoops(const UOp *sink) {
-  std::string s;
-  for (const UOp *e : sink->src())
-    if (e->op == Op::END)
-      for (const UOp *r : e->src().subspan(1)) {
-        auto n = constBound(r->src(0));
-        s += (s.empty() ? "" : "x") + (n ? std::to_string(static_cast<int64_t>(*n)) : std::string("n"));
-      }
-  return s.empty() ? "1" : s;
-}
 
 } // namespace
 
@@ -884,12 +831,8 @@ void checkHostCpu(const std::string &cpu) { hostMachine(cpu); }
 
 EmittedLLVMKernel emitKernel(Context &ctx, const UOp *call, int64_t deviceNum, std::string_view name,
                              const LLVMEmitOptions &options) {
-  if (call->op != Op::CALL || call->nsrc == 0) fail("LLVM target: expected a kernel CALL, got " + std::string(opName(call->op)));
+  KernelABI abi = KernelABI::of(call, "LLVM target"); // (refuses what is not a linearized kernel)
   const UOp *linear = call->src(0);
-  if (linear->op == Op::COPY) failAt(call, "a copy is not a kernel: the runner performs it");
-  if (linear->op == Op::SINK) failAt(call, "the kernel is not linearized: run the pipeline through 'linearize'");
-  if (linear->op != Op::LINEAR || !kernelSink(call)) failAt(call, "the called body is not a LINEAR kernel");
-  const UOp *body = kernelSink(call);
   const bool ptx = options.mapping == Mapping::PTX;
   llvm::TargetMachine *tm = ptx ? nvptxMachine(options.gpuArch) : hostMachine(options.cpu);
   llvm::LLVMContext lc;
@@ -901,8 +844,9 @@ EmittedLLVMKernel emitKernel(Context &ctx, const UOp *call, int64_t deviceNum, s
 
   Emitter em(ctx, deviceNum, *mod);
   em.mapping = options.mapping;
+  em.abi = std::move(abi);
   em.analyze(linear);
-  if (em.written.empty()) failAt(call, "the kernel stores nothing");
+  if (em.abi.written.empty()) failAt(call, "the kernel stores nothing");
   if (em.gpu()) {
     bool grid = false;
     for (const UOp *u : linearItems(linear)) grid |= u->op == Op::SPECIAL;
@@ -910,20 +854,17 @@ EmittedLLVMKernel emitKernel(Context &ctx, const UOp *call, int64_t deviceNum, s
     k.launch = em.launch;
   }
 
-  // signature: one pointer per CALL argument, then the variables (the C target's ABI)
+  // signature: one pointer per CALL argument, then the variables (KernelABI.h)
   std::vector<llvm::Type *> params;
   std::vector<std::string> names;
-  for (size_t slot = 0; slot + 1 < call->nsrc; ++slot) {
-    auto it = em.slotDType.find(static_cast<int64_t>(slot));
-    DType dt = it != em.slotDType.end() ? it->second : call->src(slot + 1)->dtype;
-    if (!supportedDType(dt)) failAt(call, "argument " + std::to_string(slot) + " has an unsupported dtype");
+  for (const KernelABI::Buffer &buf : em.abi.buffers) {
     params.push_back(em.b.getPtrTy());
-    names.push_back((em.written.count(static_cast<int64_t>(slot)) ? "out" : "in") + std::to_string(slot));
+    names.push_back(buf.name);
   }
-  std::vector<std::string> vars = kernelVariables(call);
+  const std::vector<std::string> &vars = em.abi.vars;
   for (const std::string &v : vars) {
     params.push_back(em.b.getInt64Ty());
-    names.push_back(em.varArgs.at(v));
+    names.push_back(em.abi.varArg.at(v));
   }
   auto *fty = llvm::FunctionType::get(em.b.getVoidTy(), params, false);
   em.fn = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, k.symbol, *mod);
@@ -934,7 +875,7 @@ EmittedLLVMKernel emitKernel(Context &ctx, const UOp *call, int64_t deviceNum, s
     if (i + 1 < call->nsrc) {
       a->addAttr(llvm::Attribute::NoAlias);
       a->addAttr(llvm::Attribute::NoCapture);
-      if (!em.written.count(static_cast<int64_t>(i))) a->addAttr(llvm::Attribute::ReadOnly);
+      if (!em.abi.written.count(static_cast<int64_t>(i))) a->addAttr(llvm::Attribute::ReadOnly);
       em.bufArgs[static_cast<int64_t>(i)] = a;
     } else {
       em.varValues[vars[i + 1 - call->nsrc]] = a;
@@ -969,7 +910,8 @@ EmittedLLVMKernel emitKernel(Context &ctx, const UOp *call, int64_t deviceNum, s
     em.b.SetInsertPoint(gidBody);
     em.gid = em.b.CreateSub(em.b.CreateLoad(em.b.getInt64Ty(), gidAddr), em.i64(1), "gid");
   }
-  em.render(linearItems(linear));
+  renderItems(linearItems(linear), em);
+  if (!em.open.empty() || !em.ifs.empty()) fail("LLVM target: the LINEAR items leave a loop or an IF open");
   if (gidAddr) {
     em.b.CreateStore(em.gid, gidAddr);
     em.b.CreateBr(gidCond);
@@ -986,13 +928,7 @@ EmittedLLVMKernel emitKernel(Context &ctx, const UOp *call, int64_t deviceNum, s
     if (llvm::verifyModule(*mod, &es)) fail("LLVM target: kernel " + k.symbol + " does not verify after -O2: " + es.str());
   }
 
-  std::string ops;
-  for (const std::string &o : em.opsUsed) ops += (ops.empty() ? "" : " ") + o;
-  std::string outs;
-  for (int64_t s : em.written) outs += (outs.empty() ? "" : ", ") + std::string("out") + std::to_string(s);
-  k.summary = k.symbol + ": " + outs + " (" + std::string(dtypeName(em.slotDType[*em.written.begin()])) + ") over " +
-              describeLoops(body) + (ops.empty() ? ": copy of the inputs" : ": " + ops) +
-              (deviceNum ? ", device " + std::to_string(deviceNum) : "");
+  k.summary = em.abi.summary(call, k.symbol, deviceNum);
   if (k.launch)
     k.summary += "; grid " + std::to_string(k.launch->global[0]) + " x " + std::to_string(k.launch->local[0]) +
                  " threads";

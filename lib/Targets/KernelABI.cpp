@@ -1,0 +1,165 @@
+//===- KernelABI.cpp - the kernel function's arguments and summary, for every target ===//
+#include "Targets/KernelABI.h"
+
+#include "IR/Error.h"
+#include "IR/Kernel.h"
+#include "IR/Range.h"
+#include "IR/Records.h"
+#include "Targets/CTarget.h"
+
+#include <cctype>
+
+namespace uopc {
+
+bool supportedKernelDType(DType dt) {
+  switch (dt) {
+  case DType::Bool: case DType::Int8: case DType::UInt8: case DType::Int16: case DType::UInt16: case DType::Int32:
+  case DType::UInt32: case DType::Int64: case DType::UInt64: case DType::WeakInt: case DType::Float16:
+  case DType::BFloat16: case DType::Float32: case DType::Float64: case DType::WeakFloat:
+    return true;
+  default: return false;
+  }
+}
+
+bool isScalarParamNode(const UOp *u) {
+  return u->op == Op::PARAM && (u->nsrc == 0 || (u->src(0)->op == Op::STACK && u->src(0)->nsrc == 0));
+}
+
+namespace {
+
+/// The loops the stores run in, as "4x8" ("n" for a symbolic size; "1" for none).
+std::string describeLoops(const UOp *sink) {
+  std::string s;
+  for (const UOp *e : sink->src())
+    if (e->op == Op::END)
+      for (const UOp *r : e->src().subspan(1)) {
+        auto n = constBound(r->src(0));
+        s += (s.empty() ? "" : "x") + (n ? std::to_string(static_cast<int64_t>(*n)) : std::string("n"));
+      }
+  return s.empty() ? "1" : s;
+}
+
+[[noreturn]] void abiFail(std::string_view target, const UOp *u, const std::string &msg) {
+  fail(std::string(target) + ": UOp #" + std::to_string(u->index) + " (" + std::string(opName(u->op)) + "): " + msg);
+}
+
+} // namespace
+
+KernelABI KernelABI::of(const UOp *call, std::string_view target) {
+  auto failAt = [&](const UOp *u, const std::string &msg) { abiFail(target, u, msg); };
+  if (call->op != Op::CALL || call->nsrc == 0)
+    fail(std::string(target) + ": expected a kernel CALL, got " + std::string(opName(call->op)));
+  const UOp *body = call->src(0);
+  if (body->op == Op::COPY) failAt(call, "a copy is not a kernel: the runner performs it");
+  if (body->op == Op::SINK) failAt(call, "the kernel is not linearized: run the pipeline through 'linearize'");
+  if (body->op != Op::LINEAR || !kernelSink(call)) failAt(call, "the called body is not a LINEAR kernel");
+  KernelABI abi;
+  size_t nargs = call->nsrc > 0 ? call->nsrc - 1 : 0;
+  abi.buffers.resize(nargs);
+  for (size_t i = 0; i < nargs; ++i) abi.buffers[i].dtype = call->src(i + 1)->dtype;
+  std::set<std::string> ops;
+  for (const UOp *u : toposort(body)) {
+    if (!supportedKernelDType(u->dtype) && u->dtype != DType::Void)
+      failAt(u, "dtype " + std::string(dtypeName(u->dtype)) + " is not supported");
+    if (u->op == Op::PARAM) {
+      if (isScalarParamNode(u)) {
+        ParamArg pa = ParamArg::decode(u->arg);
+        if (!pa.name) failAt(u, "a scalar PARAM without a name");
+        if (*pa.name != "_device_num") abi.varArg[*pa.name] = "var_" + sanitizeCName(*pa.name);
+      } else {
+        int64_t slot = ParamArg::slotOf(u->arg); // (not decode: a buffer's device list may be long)
+        if (slot < 0 || static_cast<size_t>(slot) >= nargs) failAt(u, "a buffer slot past the kernel's arguments");
+        abi.buffers[static_cast<size_t>(slot)].dtype = u->dtype;
+      }
+    }
+    if (u->op == Op::STORE && u->src(0)->op == Op::INDEX && u->src(0)->src(0)->op == Op::PARAM)
+      abi.written.insert(ParamArg::slotOf(u->src(0)->src(0)->arg));
+  }
+  // the ops the kernel computes: its items'
+  for (const UOp *u : linearItems(body)) {
+    if (u->op == Op::REDUCE && u->arg && u->arg->kind == ArgKind::Tuple && u->arg->count) {
+      Op op = u->arg->elems()[0]->op();
+      ops.insert(op == Op::ADD ? "SUM" : op == Op::MUL ? "PROD" : "MAXREDUCE");
+    } else if (isElementwise(u->op) || u->op == Op::CUSTOM || u->op == Op::CUSTOMI) {
+      ops.insert(std::string(opName(u->op)));
+    }
+  }
+  for (const std::string &o : ops) abi.ops += (abi.ops.empty() ? "" : " ") + o;
+  for (size_t i = 0; i < nargs; ++i) {
+    abi.buffers[i].written = abi.written.count(static_cast<int64_t>(i)) > 0;
+    abi.buffers[i].name = (abi.buffers[i].written ? "out" : "in") + std::to_string(i);
+    if (!supportedKernelDType(abi.buffers[i].dtype)) failAt(call, "argument " + std::to_string(i) + " has an unsupported dtype");
+  }
+  for (const auto &[v, a] : abi.varArg) abi.vars.push_back(v);
+  return abi;
+}
+
+std::string KernelABI::summary(const UOp *call, const std::string &symbol, int64_t deviceNum) const {
+  std::string outs;
+  for (int64_t s : written) outs += (outs.empty() ? "" : ", ") + buffers[static_cast<size_t>(s)].name;
+  const UOp *sink = kernelSink(call);
+  return symbol + ": " +
+         (written.empty() ? std::string("no stores")
+                          : outs + " (" + std::string(dtypeName(buffers[static_cast<size_t>(*written.begin())].dtype)) + ")") +
+         " over " + (sink ? describeLoops(sink) : std::string("1")) + (ops.empty() ? ": copy of the inputs" : ": " + ops) +
+         (deviceNum ? ", device " + std::to_string(deviceNum) : "");
+}
+
+std::string sanitizeCName(std::string_view name) {
+  std::string s;
+  for (char ch : name.substr(0, 64)) s += std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' ? ch : '_';
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) s = "k_" + s;
+  return s.substr(0, 64);
+}
+
+std::vector<std::string> kernelVariables(const UOp *kernelCall) {
+  std::set<std::string> names;
+  if (const UOp *sink = kernelSink(kernelCall))
+    for (const UOp *u : toposort(sink))
+      if (u->op == Op::PARAM && isScalarParamNode(u)) {
+        ParamArg pa = ParamArg::decode(u->arg);
+        if (pa.name && *pa.name != "_device_num") names.insert(*pa.name);
+      }
+  return {names.begin(), names.end()};
+}
+
+std::string kernelSignature(const UOp *call) {
+  size_t nargs = call->nsrc > 0 ? call->nsrc - 1 : 0;
+  std::vector<std::string> entries(nargs);
+  for (size_t i = 0; i < nargs; ++i) entries[i] = std::string(dtypeName(call->src(i + 1)->dtype)) + ":?";
+  std::map<std::string, std::pair<int64_t, int64_t>> ranges; // variable -> the range the kernel was compiled for
+  if (const UOp *sink = kernelSink(call)) {
+    RangeInfo ri;
+    for (const UOp *u : toposort(sink)) {
+      if (u->op != Op::PARAM) continue;
+      if (isScalarParamNode(u)) {
+        ParamArg pa = ParamArg::decode(u->arg);
+        if (pa.name && *pa.name != "_device_num" && pa.vminVmax) ranges[*pa.name] = *pa.vminVmax;
+        continue;
+      }
+      int64_t slot = ParamArg::slotOf(u->arg);
+      if (slot < 0 || static_cast<size_t>(slot) >= nargs) continue;
+      // a size that depends on a variable: its upper bound over the variables' ranges (the most it indexes)
+      std::optional<Bound> n = u->nsrc ? constBound(u->src(0)) : std::nullopt;
+      if (!n && u->nsrc) {
+        Bound hi = ri.vmax(u->src(0));
+        if (hi >= 0 && hi < (Bound(1) << 62)) n = hi;
+      }
+      entries[static_cast<size_t>(slot)] =
+          std::string(dtypeName(u->dtype)) + ":" + (n ? std::to_string(static_cast<int64_t>(*n)) : std::string("?"));
+    }
+  }
+  std::string s = "uopc-signature:";
+  for (const std::string &e : entries) s += " " + e;
+  std::vector<std::string> vars = kernelVariables(call);
+  s += " vars " + std::to_string(vars.size());
+  // each variable's range is part of the signature: a manifest widening it is refused by the runner
+  for (const std::string &v : vars) {
+    auto it = ranges.find(v);
+    if (it != ranges.end()) s += " " + v + ":" + std::to_string(it->second.first) + ":" + std::to_string(it->second.second);
+    else s += " " + v + ":?";
+  }
+  return s;
+}
+
+} // namespace uopc

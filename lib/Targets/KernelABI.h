@@ -1,0 +1,71 @@
+//===- KernelABI.h - what a rendered kernel's function takes, for every target ===//
+// Every target renders a linearized kernel CALL as one function with the same arguments (CTarget.h,
+// LLVMTarget.h): one pointer per CALL argument in argument order (argument i binds kernel PARAM slot i),
+// named out<i> when the kernel stores to it and in<i> otherwise, then one int64 per symbolic variable
+// (sorted by name, `_device_num` excluded: the renderer spells it as the step's device). This file is that
+// ABI, read once from the kernel's IR, and the one-line summary every kernel file starts with.
+#pragma once
+
+#include "IR/UOp.h"
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace uopc {
+
+/// The dtypes the kernels can hold: bool, the sized integers, weakint, float16, bfloat16, float32,
+/// float64 and weakfloat.
+bool supportedKernelDType(DType dt);
+/// A PARAM that is a scalar variable (no size, or an empty STACK), not a buffer.
+bool isScalarParamNode(const UOp *u);
+
+struct KernelABI {
+  struct Buffer {
+    DType dtype = DType::Void; ///< the kernel PARAM's dtype (the CALL argument's where the kernel has none)
+    bool written = false;
+    std::string name; ///< out<slot> or in<slot>
+  };
+  std::vector<Buffer> buffers;            ///< per CALL argument
+  std::vector<std::string> vars;          ///< the variables, sorted
+  std::map<std::string, std::string> varArg; ///< variable -> its argument's name (var_<name>)
+  std::set<int64_t> written;              ///< the slots the kernel stores to
+  std::string ops;                        ///< the ops the kernel computes, sorted, space-separated
+
+  /// Reads the ABI of a linearized kernel CALL. `target` prefixes the errors ("C target"): not a
+  /// linearized kernel CALL (a COPY, a SINK that did not go through linearize), a dtype no target holds,
+  /// a scalar PARAM without a name, a slot past the CALL's arguments.
+  static KernelABI of(const UOp *call, std::string_view target);
+  /// "<symbol>: out0 (float32) over 4x8: ADD MUL[, device 1]": what the kernel computes.
+  std::string summary(const UOp *call, const std::string &symbol, int64_t deviceNum) const;
+};
+
+/// The one loop every renderer runs over a linearized kernel's items (lib/Passes/Linearize.cpp): R
+/// implements loopBegin(RANGE), loopEnd(END), ifBegin(IF), ifEnd(ENDIF), accumulator(REDUCE),
+/// accumulate(REDUCE, x) for STORE(REDUCE, x), store(STORE), statement(void CUSTOM) and value(any other
+/// node, which it computes and remembers as that node's latest definition).
+template <class R> void renderItems(std::span<const UOp *const> items, R &r) {
+  for (const UOp *u : items) {
+    switch (u->op) {
+    case Op::RANGE: r.loopBegin(u); break;
+    case Op::END: r.loopEnd(u); break;
+    case Op::IF: r.ifBegin(u); break;
+    case Op::ENDIF: r.ifEnd(u); break;
+    case Op::REDUCE: r.accumulator(u); break;
+    case Op::STORE:
+      if (u->src(0)->op == Op::REDUCE) r.accumulate(u->src(0), u->src(1));
+      else r.store(u);
+      break;
+    default:
+      if ((u->op == Op::CUSTOM || u->op == Op::CUSTOMI) && u->dtype == DType::Void) r.statement(u);
+      else r.value(u);
+      break;
+    }
+  }
+}
+
+} // namespace uopc
