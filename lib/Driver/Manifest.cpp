@@ -101,6 +101,12 @@ manifest::Manifest manifestOf(const Schedule &s, Target target, const std::vecto
       p.role = roleOf(b.role);
       // the PARAM's name (uopc_tinygrad.export fills it in): uopc-run --inputs/--outputs bind tensors by it
       if (b.node && b.node->arg && b.node->arg->kind == ArgKind::Record) p.name = ParamArg::decode(b.node->arg).name;
+      for (const KeptElements &k : b.kept) {
+        manifest::Kept &m = p.kept.emplace_back();
+        m.known = k.known;
+        m.elements = k.elements;
+        for (const KeptElements::Run &r : k.runs) m.runs.push_back({r.start, r.length, r.stride, r.count});
+      }
       m.params.push_back(std::move(p));
       continue;
     }
