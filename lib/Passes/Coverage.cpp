@@ -29,28 +29,18 @@ DType holdable(DType dt) {
 }
 
 /// The nodes whose values decide whether and where a store writes, sources first: its index, gates and
-/// value, not entering what only gives data (a LOAD's value, a REDUCE).
+/// value, not entering what only gives data (a REDUCE, a read's buffer).
 std::vector<const UOp *> cone(const UOp *store) {
   auto children = [](const UOp *u, std::vector<const UOp *> &out) {
     out.clear();
     if (u->op == Op::REDUCE || u->op == Op::RANGE || u->op == Op::PARAM) return;
-    if (u->op == Op::LOAD) { // the read's index and gates (an Invalid read gives the alternative), then it
-      const UOp *ix = u->src(0);
-      if (ix->op == Op::INDEX)
-        for (size_t i = 1; i < ix->nsrc; ++i) out.push_back(ix->src(i));
-      for (size_t i = 1; i < u->nsrc; ++i) out.push_back(u->src(i));
-      return;
-    }
-    if (u->op == Op::INDEX) { // the store's target: its index and gates, not the buffer
-      for (size_t i = 1; i < u->nsrc; ++i) out.push_back(u->src(i));
-      return;
-    }
-    for (const UOp *s : u->src()) out.push_back(s);
+    size_t first = u->op == Op::INDEX ? 1 : 0; // an INDEX's index and gates, not its buffer
+    for (size_t i = first; i < u->nsrc; ++i) out.push_back(u->src(i));
   };
-  std::vector<const UOp *> order, kids;
+  std::vector<const UOp *> order;
   std::unordered_map<const UOp *, bool> seen{{store, true}};
   std::vector<std::pair<const UOp *, size_t>> stack{{store, 0}};
-  std::vector<std::vector<const UOp *>> pending{{}};
+  std::vector<std::vector<const UOp *>> pending(1);
   children(store, pending.back());
   while (!stack.empty()) {
     auto &[u, i] = stack.back();
@@ -71,32 +61,45 @@ std::vector<const UOp *> cone(const UOp *store) {
 }
 
 /// Runs one store's loop nest and marks the elements it writes in `written`; false when that cannot be
-/// known exactly.
+/// known exactly. Each iteration evaluates the store's cone in order, every node reading its sources'
+/// values by position.
 class StoreRun {
 public:
-  StoreRun(const UOp *end, const UOp *store) : store_(store), order_(cone(store)) {
+  StoreRun(const UOp *end, const UOp *store) : order_(cone(store)) {
     if (end)
       for (const UOp *r : end->src().subspan(1)) ranges_.push_back(r);
-    for (size_t i = 0; i < order_.size(); ++i) pos_[order_[i]] = i;
+    std::unordered_map<const UOp *, uint32_t> pos;
+    for (size_t i = 0; i < order_.size(); ++i) pos[order_[i]] = static_cast<uint32_t>(i);
+    srcs_.resize(order_.size());
+    rangeOf_.assign(order_.size(), -1);
+    for (size_t i = 0; i < order_.size(); ++i) {
+      for (const UOp *x : order_[i]->src()) {
+        auto it = pos.find(x);
+        srcs_[i].push_back(it == pos.end() ? kNone : it->second);
+      }
+      for (size_t k = 0; k < ranges_.size(); ++k)
+        if (ranges_[k] == order_[i]) rangeOf_[i] = static_cast<int>(k);
+    }
   }
 
-  bool run(std::vector<bool> &written) {
+  /// `budget`: node evaluations left for this and later stores.
+  bool run(std::vector<bool> &written, int64_t &budget) {
     std::vector<int64_t> sizes;
     int64_t trips = 1;
     for (const UOp *r : ranges_) {
       auto n = r->op == Op::RANGE ? constBound(r->src(0)) : std::nullopt;
-      if (!n || *n < 0 || *n > kMaxCoverageTrips) return false;
+      if (!n || *n < 0 || *n > kMaxCoverageWork) return false;
       sizes.push_back(static_cast<int64_t>(*n));
-      trips *= std::max<int64_t>(sizes.back(), 0);
-      if (trips > kMaxCoverageTrips) return false;
+      trips *= sizes.back();
+      if (trips > kMaxCoverageWork) return false;
     }
-    if (trips == 0) return true;
+    if (trips > budget / static_cast<int64_t>(order_.size())) return false;
+    budget -= trips * static_cast<int64_t>(order_.size());
     std::vector<int64_t> at(ranges_.size(), 0);
     vals_.assign(order_.size(), {});
-    const UOp *ix = store_->src(0);
     for (int64_t t = 0; t < trips; ++t) {
-      for (size_t i = 0; i < order_.size(); ++i) vals_[i] = eval(order_[i], at);
-      if (!apply(ix, written)) return false;
+      for (size_t i = 0; i < order_.size(); ++i) vals_[i] = eval(i, at);
+      if (!apply(written)) return false;
       for (size_t k = ranges_.size(); k-- > 0;) { // odometer, the last range fastest
         if (++at[k] < sizes[k]) break;
         at[k] = 0;
@@ -106,20 +109,23 @@ public:
   }
 
 private:
-  const UOp *store_;
-  std::vector<const UOp *> order_, ranges_;
-  std::unordered_map<const UOp *, size_t> pos_;
+  static constexpr uint32_t kNone = UINT32_MAX; ///< a source outside the cone (a read's buffer)
+  std::vector<const UOp *> order_, ranges_;     ///< order_.back() is the STORE
+  std::vector<std::vector<uint32_t>> srcs_;     ///< per node: its sources' positions in order_
+  std::vector<int> rangeOf_;                    ///< per node: its index in ranges_, or -1
   std::vector<Val> vals_;
 
-  const Val &val(const UOp *u) const { return vals_[pos_.at(u)]; }
+  const Val &in(size_t i, size_t k) const { return vals_[srcs_[i][k]]; }
 
   /// The store of this iteration: false when its effect cannot be known.
-  bool apply(const UOp *ix, std::vector<bool> &written) const {
-    const Val &i = val(ix->src(1)), &v = val(store_->src(1));
+  bool apply(std::vector<bool> &written) const {
+    size_t st = order_.size() - 1, ix = srcs_[st][0];
+    const UOp *index = order_[ix];
+    const Val &i = in(ix, 1), &v = in(st, 1);
     if (i.kind == Kind::Data) return false; // a scatter through loaded data
     if (i.kind == Kind::Invalid) return true;
-    for (size_t g = 2; g < ix->nsrc; ++g) {
-      const Val &c = val(ix->src(g));
+    for (size_t g = 2; g < index->nsrc; ++g) {
+      const Val &c = in(ix, g);
       if (c.kind != Kind::Known) return false;
       if (c.w == 0) return true;
     }
@@ -130,7 +136,8 @@ private:
     return true;
   }
 
-  Val eval(const UOp *u, const std::vector<int64_t> &at) const {
+  Val eval(size_t i, const std::vector<int64_t> &at) const {
+    const UOp *u = order_[i];
     switch (u->op) {
     case Op::CONST: {
       const Arg *a = u->arg;
@@ -144,27 +151,23 @@ private:
       return {};
     }
     case Op::RANGE:
-      for (size_t k = 0; k < ranges_.size(); ++k)
-        if (ranges_[k] == u) return {Kind::Known, intToWord(holdable(u->dtype), at[k])};
-      return {};
+      if (rangeOf_[i] < 0) return {};
+      return {Kind::Known, intToWord(holdable(u->dtype), at[static_cast<size_t>(rangeOf_[i])])};
     case Op::INDEX: { // a read: Invalid where its index is Invalid or a gate is false, else data
       if (u->nsrc < 2) return {};
-      if (val(u->src(1)).kind == Kind::Invalid) return {Kind::Invalid, 0};
+      if (in(i, 1).kind == Kind::Invalid) return {Kind::Invalid, 0};
       for (size_t g = 2; g < u->nsrc; ++g)
-        if (const Val &c = val(u->src(g)); c.kind == Kind::Known && c.w == 0) return {Kind::Invalid, 0};
+        if (const Val &c = in(i, g); c.kind == Kind::Known && c.w == 0) return {Kind::Invalid, 0};
       return {};
     }
-    case Op::LOAD: {
-      const UOp *ix = u->src(0);
-      if (ix->op == Op::INDEX && ix->nsrc > 1 && val(ix->src(1)).kind == Kind::Invalid)
-        return u->nsrc > 1 ? val(u->src(1)) : Val{Kind::Invalid, 0};
+    case Op::LOAD: // an Invalid read gives the alternative
+      if (in(i, 0).kind == Kind::Invalid) return u->nsrc > 1 ? in(i, 1) : Val{Kind::Invalid, 0};
       return {};
-    }
     case Op::WHERE: {
-      const Val &c = val(u->src(0)), &t = val(u->src(1)), &f = val(u->src(2));
+      const Val &c = in(i, 0), &t = in(i, 1), &f = in(i, 2);
       if (c.kind == Kind::Known) return c.w ? t : f;
       if (c.kind == Kind::Invalid) return c;
-      // an unknown condition: fine when neither side is Invalid (the value is data either way)
+      // an unknown condition: data, unless a side may be Invalid
       if (t.kind == Kind::Invalid || f.kind == Kind::Invalid) return {Kind::Invalid, 0};
       return {};
     }
@@ -172,33 +175,34 @@ private:
       break;
     }
     if (u->op != Op::CAST && u->op != Op::BITCAST && !isALU(u->op)) return {};
+    if (u->nsrc == 0 || u->nsrc > 3) return {};
     Word ws[3] = {};
     bool known = true;
-    for (size_t i = 0; i < u->nsrc && i < 3; ++i) {
-      const Val &s = val(u->src(i));
+    for (size_t k = 0; k < u->nsrc; ++k) {
+      const Val &s = in(i, k);
       if (s.kind == Kind::Invalid) return s;
       known &= s.kind == Kind::Known;
-      ws[i] = s.w;
+      ws[k] = s.w;
     }
-    if (!known || u->nsrc == 0 || u->nsrc > 3) return {};
-    DType out = holdable(u->dtype), in = holdable(u->src(0)->dtype);
-    if (!isHoldable(out) || !isHoldable(in)) return {};
-    if (u->op == Op::CAST) return {Kind::Known, castWord(in, out, ws[0])};
-    if (u->op == Op::BITCAST) return {Kind::Known, bitcastWord(in, out, ws[0])};
-    if (!aluSupported(u->op, in)) return {};
-    return {Kind::Known, aluWord(u->op, out, in, ws)};
+    if (!known) return {};
+    DType out = holdable(u->dtype), dt = holdable(u->src(0)->dtype);
+    if (!isHoldable(out) || !isHoldable(dt)) return {};
+    if (u->op == Op::CAST) return {Kind::Known, castWord(dt, out, ws[0])};
+    if (u->op == Op::BITCAST) return {Kind::Known, bitcastWord(dt, out, ws[0])};
+    if (!aluSupported(u->op, dt)) return {};
+    return {Kind::Known, aluWord(u->op, out, dt, ws)};
   }
 };
 
 /// Marks what one kernel writes into its slot 0; false when that cannot be known exactly.
-bool markKernel(const UOp *body, std::vector<bool> &written) {
+bool markKernel(const UOp *body, std::vector<bool> &written, int64_t &budget) {
   for (const UOp *e : body->src()) {
     const UOp *st = e->op == Op::END ? e->src(0) : e;
     if (st->op != Op::STORE || st->src(0)->op != Op::INDEX || st->src(0)->nsrc < 2) return false;
     const UOp *buf = st->src(0)->src(0);
     if (buf->op != Op::PARAM) return false;
     if (ParamArg::slotOf(buf->arg) != 0) continue;
-    if (!StoreRun(e->op == Op::END ? e : nullptr, st).run(written)) return false;
+    if (!StoreRun(e->op == Op::END ? e : nullptr, st).run(written, budget)) return false;
   }
   return true;
 }
@@ -209,11 +213,12 @@ KeptElements keptElements(Context &ctx, const std::vector<BufferWrite> &writes, 
   KeptElements k;
   if (numel < 0 || numel > kMaxCoverageElements) return k;
   std::vector<bool> written(static_cast<size_t>(numel), false);
+  int64_t budget = kMaxCoverageWork;
   for (const BufferWrite &w : writes) {
     if (!w.body) return KeptElements{true, 0, {}}; // a copy writes every element
     SymbolicCtx sc;
     const UOp *body = bindVariables(ctx, w.body, {{"_device_num", w.deviceNum}}, &sc);
-    if (!markKernel(simplifyWith(ctx, body, symRules(), &sc), written)) return k;
+    if (!markKernel(simplifyWith(ctx, body, symRules(), &sc), written, budget)) return k;
   }
   // the unwritten intervals, then runs of equal length at a constant stride
   std::vector<std::pair<int64_t, int64_t>> gaps; // [start, end)

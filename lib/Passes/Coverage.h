@@ -14,7 +14,7 @@ namespace uopc {
 
 /// The elements of one device's buffer that no step writes: `runs` (exact), or `known` false when they
 /// cannot be computed (an index that depends on loaded data or a variable, a loop of symbolic size, more
-/// than kMaxCoverageTrips iterations, a buffer of more than kMaxCoverageElements elements, more than
+/// than kMaxCoverageWork node evaluations, a buffer of more than kMaxCoverageElements elements, more than
 /// kMaxKeptRuns runs).
 struct KeptElements {
   bool known = false;
@@ -26,7 +26,7 @@ struct KeptElements {
   std::vector<Run> runs;
 };
 
-inline constexpr int64_t kMaxCoverageTrips = int64_t(1) << 24;
+inline constexpr int64_t kMaxCoverageWork = int64_t(1) << 26; ///< node evaluations, all stores together
 inline constexpr int64_t kMaxCoverageElements = int64_t(1) << 26;
 inline constexpr size_t kMaxKeptRuns = 1024;
 
