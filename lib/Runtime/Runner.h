@@ -6,8 +6,8 @@
 // "llvm" names `.ll` modules instead: they are parsed into LLVM's ORC JIT in-process (Targets/LLVMJit.h),
 // with no C compiler and no cache. A manifest of target "ptx" names `.ptx` modules: they run on NVIDIA GPUs
 // through the CUDA driver API, loaded at run time (Runtime/Cuda.h); manifest device i maps to GPU i % count.
-// The manifest, the checks of the request and all file I/O are shared; the CPU and CUDA backends differ only
-// in memory, kernel loading and launches. Errors throw uopc::Error with one clear message.
+// The manifest (read and checked by Runtime/ManifestModel.h), the checks of the request and all file I/O are
+// shared; the CPU and CUDA backends differ only in memory, kernel loading and launches. Errors throw uopc::Error with one clear message.
 #pragma once
 
 #include <cstdint>
