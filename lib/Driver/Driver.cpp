@@ -292,7 +292,7 @@ int compileMain(int argc, char **argv) {
 
   try {
     // Refuse before doing any work what cannot be produced: no partial output either way.
-    if (backend.gridOnHost && (target.gpu || target.emitter != Emitter::LLVM)) fail("--grid-on-host needs --target llvm");
+    if (backend.gridOnHost && target.id != Target::LLVM) fail("--grid-on-host needs --target llvm");
     if (stats && emit == "graph") fail("--stats counts the work of the scheduled kernels: use --emit kernels or manifest");
     if (target.gpu) checkGpuArch(backend.gpuArch);
     checkCpuName(backend.cpu, target);

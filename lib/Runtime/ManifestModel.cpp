@@ -163,7 +163,6 @@ std::vector<Kept> readKept(const Json &v, const Param &p, const std::string &whe
 struct Reader {
   const std::string &path;
   Manifest m;
-  std::map<int64_t, size_t> paramIndex; // slot -> index in m.params
 
   size_t deviceIndex(const std::string &name, const std::string &where) const {
     auto it = std::find_if(m.devices.begin(), m.devices.end(), [&](const Device &d) { return d.name == name; });
@@ -187,8 +186,8 @@ struct Reader {
     if (j.is_object() && j.contains("param")) {
       r.isParam = true;
       r.id = intField(j, "param", where);
-      auto it = paramIndex.find(r.id);
-      if (it == paramIndex.end()) fail("manifest: " + where + " names unknown param slot " + std::to_string(r.id));
+      auto it = m.paramIndex.find(r.id);
+      if (it == m.paramIndex.end()) fail("manifest: " + where + " names unknown param slot " + std::to_string(r.id));
       r.index = it->second;
     } else {
       r.id = intField(j, "buffer", where, 0);
@@ -248,7 +247,7 @@ struct Reader {
         if (q.role == Role::Input) fail("manifest: " + where + " is an input: it keeps everything, it has no 'keeps'");
         q.kept = readKept(*k, q, where);
       }
-      if (!paramIndex.emplace(q.slot, m.params.size()).second) fail("manifest: slot " + std::to_string(q.slot) + " listed twice");
+      if (!m.paramIndex.emplace(q.slot, m.params.size()).second) fail("manifest: slot " + std::to_string(q.slot) + " listed twice");
       m.params.push_back(std::move(q));
     }
   }
@@ -461,8 +460,8 @@ std::string_view roleName(Role r) { return kRoleNames[static_cast<size_t>(r)]; }
 std::string Step::label() const { return isCopy() ? "copy -> " + device : kernel + " @ " + device; }
 
 const Param *Manifest::paramOfSlot(int64_t slot) const {
-  auto it = std::find_if(params.begin(), params.end(), [&](const Param &p) { return p.slot == slot; });
-  return it == params.end() ? nullptr : &*it;
+  auto it = paramIndex.find(slot);
+  return it == paramIndex.end() ? nullptr : &params[it->second];
 }
 
 std::string Manifest::describe(const Ref &r) const {
@@ -568,7 +567,7 @@ Manifest fromJson(const std::string &text, const std::string &path) {
   } catch (const Json::exception &e) {
     fail("manifest '" + path + "' is not valid JSON: " + e.what());
   }
-  Reader r{path, {}, {}};
+  Reader r{path, {}};
   r.header(j);
   r.devices(j);
   r.params(j);

@@ -16,6 +16,7 @@
 #include <array>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <variant>
@@ -119,8 +120,10 @@ struct Manifest {
   std::vector<Buffer> buffers;
   std::vector<Step> steps;
   std::vector<Var> vars;
+  std::map<int64_t, size_t> paramIndex; ///< read: param slot -> its index in params
 
   std::string cpuName() const { return cpu.value_or("native"); }
+  /// The parameter of `slot`, or null (a read manifest: through paramIndex).
   const Param *paramOfSlot(int64_t slot) const;
   int64_t bytesOf(const Ref &r) const { return r.isParam ? params[r.index].bytes : buffers[r.index].bytes; }
   DType dtypeOf(const Ref &r) const { return r.isParam ? params[r.index].dtype : buffers[r.index].dtype; }
