@@ -291,7 +291,7 @@ int main(int argc, char **argv) {
       Graph g = readGraphFile((p / "graph.json").string());
       size_t before = toposort(g.root).size();
       double t0 = cpuNow();
-      runSimplify(g, PassContext{TargetInfo{}, PassOptions{}, "simplify"});
+      runSimplify(g, PassContext{PassTarget{}, PassOptions{}, "simplify"});
       f.cpu += cpuNow() - t0;
       if (r == 0) f.exprs = 1, f.nodesIn = before, f.nodesOut = toposort(g.root).size();
     }

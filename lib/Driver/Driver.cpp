@@ -15,6 +15,7 @@
 #include "Passes/Schedule.h"
 #include "Targets/CTarget.h"
 #include "Targets/LLVMTarget.h"
+#include "Targets/Targets.h"
 
 #include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -89,8 +90,6 @@ int convertMain(int argc, char **argv) {
   return kExitOk;
 }
 
-std::string_view extension(const std::string &target) { return target == "c" ? "c" : target == "llvm" ? "ll" : "ptx"; }
-
 /// What the user asked of the backends beyond the target.
 struct BackendOptions {
   bool allowCustom = false;     ///< C target: render CUSTOM ops (their C is pasted into the kernel)
@@ -129,7 +128,7 @@ const UOp *canonicalBody(Context &c, const UOp *body) {
 /// 12-layer transformer, say) with the same argument dtypes on the same device compute the same function
 /// of their arguments; the later steps name the first one's file and symbol (tinygrad's kernel cache).
 /// perf_transformer_12L: 96 kernel steps, 7 sources.
-void emitKernels(Graph &g, const Schedule &s, const std::string &target, const BackendOptions &opts,
+void emitKernels(Graph &g, const Schedule &s, const TargetInfo &target, const BackendOptions &opts,
                  std::vector<KernelArtifact> &artifacts, OutputDir *out) {
   std::map<std::tuple<const UOp *, size_t, int64_t, std::vector<DType>>, size_t> rendered;
   for (size_t i = 0; i < s.steps.size(); ++i) {
@@ -148,7 +147,7 @@ void emitKernels(Graph &g, const Schedule &s, const std::string &target, const B
       a = artifacts[it->second];
       continue;
     }
-    if (target == "c") {
+    if (target.emitter == Emitter::C) {
       EmittedKernel k = emitCKernel(*g.ctx, st.call, st.deviceNum, a.symbol, CEmitOptions{opts.allowCustom});
       a.symbol = k.symbol;
       out->write(a.file, k.source + "/* " + kernelSignature(st.call) + " */\n");
@@ -157,24 +156,24 @@ void emitKernels(Graph &g, const Schedule &s, const std::string &target, const B
     LLVMEmitOptions lo;
     lo.gpuArch = opts.gpuArch;
     lo.cpu = opts.cpu;
-    lo.mapping = target == "ptx"    ? LLVMEmitOptions::Mapping::PTX
+    lo.mapping = target.gpu         ? LLVMEmitOptions::Mapping::PTX
                  : opts.gridOnHost ? LLVMEmitOptions::Mapping::GridOnHost
                                    : LLVMEmitOptions::Mapping::Loops;
     EmittedLLVMKernel k = emitLLVMKernel(*g.ctx, st.call, st.deviceNum, a.symbol, lo);
     a.symbol = k.symbol;
     if (k.launch && (k.launch->global != a.global || k.launch->local != a.local))
       fail("kernel " + a.symbol + ": the rendered launch differs from the one in its IR");
-    out->write(a.file, (target == "ptx" ? k.ptx + "// " : k.ir + "; ") + kernelSignature(st.call) + "\n");
+    out->write(a.file, (target.gpu ? k.ptx + "// " : k.ir + "; ") + kernelSignature(st.call) + "\n");
   }
 }
 
 /// --cpu: a name that is safe as a compiler flag's value; the LLVM target also asks LLVM whether it knows it.
-void checkCpuName(const std::string &cpu, const std::string &target) {
+void checkCpuName(const std::string &cpu, const TargetInfo &target) {
   bool ok = !cpu.empty() && cpu.size() <= 64 && cpu[0] != '-';
   for (char ch : cpu) ok &= std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.';
   if (!ok) fail("--cpu '" + cpu + "' is not a CPU name (letters, digits, '-', '_', '.')");
-  if (target == "ptx" && cpu != "native") fail("--cpu is for the C and LLVM targets (the PTX target takes --gpu-arch)");
-  if (target == "llvm" && cpu != "native") checkHostCpu(cpu);
+  if (target.gpu && cpu != "native") fail("--cpu is for the C and LLVM targets (the PTX target takes --gpu-arch)");
+  if (target.emitter == Emitter::LLVM && cpu != "native") checkHostCpu(cpu);
 }
 
 /// `uopc --stats`: the work model of every kernel step, the total, and the tensor-level work.
@@ -227,7 +226,7 @@ int compileMain(int argc, char **argv) {
                "  uopc GRAPH -o DIR          compile a graph (JSON or .uopb)\n"
                "  uopc convert IN -o OUT     re-encode a graph document (JSON <-> .uopb)",
                "uopc"};
-  std::string input, outDir, target = "c", pipelineText, emit;
+  std::string input, outDir, targetName(kTargets[0].name), pipelineText, emit;
   bool listPasses = false, stats = false;
   BackendOptions backend;
   int verbosity = 0;
@@ -237,8 +236,14 @@ int compileMain(int argc, char **argv) {
   app.add_option("-o,--output", outDir, "Output directory (written atomically)");
   bool force = false;
   app.add_flag("--force", force, "Replace the output directory even if it is not an earlier uopc output");
-  app.add_option("--target", target, "Kernel language: c (default), llvm (IR, run through ORC) or ptx (NVPTX)")
-      ->check(CLI::IsMember({"c", "llvm", "ptx"}));
+  std::string targetHelp = "Kernel language:", sep = " ";
+  std::vector<std::string> targetNames;
+  for (const TargetInfo &t : kTargets) {
+    targetNames.emplace_back(t.name);
+    targetHelp += sep + std::string(t.name) + (&t == &kTargets[0] ? " (default)" : "") + ": " + std::string(t.description);
+    sep = "; ";
+  }
+  app.add_option("--target", targetName, targetHelp)->check(CLI::IsMember(targetNames));
   app.add_option("--gpu-arch", backend.gpuArch, "PTX target: the GPU architecture (default sm_80)");
   app.add_option("--cpu", backend.cpu,
                  "C and LLVM targets: the CPU the kernels are built for, recorded in the manifest (uopc-run "
@@ -311,12 +316,13 @@ int compileMain(int argc, char **argv) {
     return kExitUsage;
   }
   if (emit.empty()) emit = "kernels";
+  const TargetInfo &target = *findTarget(targetName); // (--target accepts only the registry's names)
 
   try {
     // Refuse before doing any work what cannot be produced: no partial output either way.
-    if (backend.gridOnHost && target != "llvm") fail("--grid-on-host needs --target llvm");
+    if (backend.gridOnHost && target.id != Target::LLVM) fail("--grid-on-host needs --target llvm");
     if (stats && emit == "graph") fail("--stats counts the work of the scheduled kernels: use --emit kernels or manifest");
-    if (target == "ptx") checkGpuArch(backend.gpuArch);
+    if (target.gpu) checkGpuArch(backend.gpuArch);
     checkCpuName(backend.cpu, target);
     if (!vizFile.empty()) checkVizPath(vizFile);
     spdlog::info("reading {}", input);
@@ -327,16 +333,16 @@ int compileMain(int argc, char **argv) {
       pm.beforePass = [&](std::string_view pass, const Graph &cur) {
         if (pass == "rangeify") tensor = tensorWork(cur);
       };
-    TargetInfo targetInfo = TargetInfo::forTarget(target, backend.gridOnHost);
+    PassTarget passTarget = PassTarget::forTarget(target.name, backend.gridOnHost);
     VizRecorder viz;
-    VizTarget vizTarget{target, backend.allowCustom, backend.gridOnHost, backend.gpuArch, backend.cpu};
+    VizTarget vizTarget{std::string(target.name), backend.allowCustom, backend.gridOnHost, backend.gpuArch, backend.cpu};
     if (!vizFile.empty()) {
       viz.record("input", g, true);
       pm.afterPass = [&](std::string_view pass, const Graph &cur, bool changed) { viz.record(pass, cur, changed); };
     }
     try {
-      runPipeline(g, pipeline, pm, std::cout, std::cerr, targetInfo);
-      if (emit != "graph") linearizeForRendering(g, targetInfo);
+      runPipeline(g, pipeline, pm, std::cout, std::cerr, passTarget);
+      if (emit != "graph") linearizeForRendering(g, passTarget);
     } catch (const Error &e) {
       // a page of the passes that ran is what one wants to look at when a pass fails
       if (!vizFile.empty()) writeVizPage(vizFile, input, g, viz, vizTarget, e.what());
@@ -349,10 +355,10 @@ int compileMain(int argc, char **argv) {
       out.write("graph.json", writeGraphJson(g));
     } else {
       Schedule s = buildSchedule(g);
-      std::vector<KernelArtifact> artifacts = defaultArtifacts(s, extension(target));
+      std::vector<KernelArtifact> artifacts = defaultArtifacts(s, target.extension);
       if (emit == "kernels") emitKernels(g, s, target, backend, artifacts, &out);
-      else if (target == "ptx" || backend.gridOnHost) emitKernels(g, s, target, backend, artifacts, nullptr);
-      out.write("manifest.json", manifestJson(s, target, artifacts, backend.cpu));
+      else if (target.gpu || backend.gridOnHost) emitKernels(g, s, target, backend, artifacts, nullptr);
+      out.write("manifest.json", manifestJson(s, target.id, artifacts, backend.cpu));
       if (stats) printStats(s, tensor, std::cout);
     }
     out.commit();

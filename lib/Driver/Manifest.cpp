@@ -6,16 +6,12 @@
 #include "IR/Records.h"
 #include "IR/Work.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <set>
 #include <map>
 #include <cstdio>
 
 namespace uopc {
-
-using Json = nlohmann::ordered_json;
 
 KernelArtifact defaultArtifact(const Schedule &s, const SchedStep &step, std::string_view ext) {
   const std::string &dir = s.deviceDirs.at(step.device);
@@ -62,119 +58,111 @@ namespace {
 
 /// `nparams`: how many of s.buffers are parameters (they come first), counted once by the caller: counting
 /// them per reference made the manifest quadratic in the buffers.
-Json bufRef(const Schedule &s, const BufRef &r, size_t nparams) {
+manifest::Ref refOf(const Schedule &s, const BufRef &r, size_t nparams) {
   const SchedBuffer &b = s.buffers.at(r.buffer);
-  Json j;
-  if (b.isParam) j["param"] = b.slot;
-  else j["buffer"] = r.buffer - nparams;
-  j["dev"] = r.device;
-  return j;
+  manifest::Ref m;
+  m.isParam = b.isParam;
+  m.id = b.isParam ? b.slot : static_cast<int64_t>(r.buffer - nparams);
+  m.dev = r.device;
+  return m;
 }
 
-Json countJson(const Count &c) {
+manifest::Estimate estimateOf(const Count &c) {
   if (auto v = c.constant()) return *v;
   return c.str();
 }
 
-Json estimatesJson(const KernelWork &w) {
-  return Json{{"ops", countJson(w.ops)},         {"loads", countJson(w.loads)},
-              {"load_bytes", countJson(w.loadBytes)}, {"stores", countJson(w.stores)},
-              {"store_bytes", countJson(w.storeBytes)}};
-}
-
-Json deviceNames(const Schedule &s, const std::vector<size_t> &devs) {
-  Json a = Json::array();
+std::vector<std::string> deviceNames(const Schedule &s, const std::vector<size_t> &devs) {
+  std::vector<std::string> a;
   for (size_t d : devs) a.push_back(s.devices.at(d));
   return a;
 }
 
+manifest::Role roleOf(const std::string &role) {
+  return role == "input" ? manifest::Role::Input : role == "output" ? manifest::Role::Output : manifest::Role::Inout;
+}
+
 } // namespace
 
-std::string manifestJson(const Schedule &s, std::string_view target, const std::vector<KernelArtifact> &artifacts,
-                         std::string_view cpu) {
-  Json m;
-  m["format"] = "uopc-manifest";
-  m["version"] = 1;
-  m["target"] = std::string(target);
-  if (target != "ptx") m["cpu"] = std::string(cpu);
-  Json devices = Json::array();
-  for (size_t d = 0; d < s.devices.size(); ++d)
-    devices.push_back({{"name", s.devices[d]}, {"dir", s.deviceDirs[d]}, {"arena_bytes", s.arenaBytes[d]}});
-  m["devices"] = devices;
-  Json params = Json::array(), buffers = Json::array();
+manifest::Manifest manifestOf(const Schedule &s, Target target, const std::vector<KernelArtifact> &artifacts,
+                              std::string_view cpu) {
+  manifest::Manifest m;
+  m.target = target;
+  if (!targetInfo(target).gpu) m.cpu = std::string(cpu);
+  for (size_t d = 0; d < s.devices.size(); ++d) m.devices.push_back({s.devices[d], s.deviceDirs[d], s.arenaBytes[d]});
   size_t nparams = 0;
   for (const SchedBuffer &b : s.buffers) nparams += b.isParam;
   for (const SchedBuffer &b : s.buffers) {
-    Json j;
     if (b.isParam) {
-      j["slot"] = b.slot;
-      j["dtype"] = std::string(dtypeName(b.dtype));
-      j["numel"] = b.numel;
-      j["bytes"] = b.bytes();
-      j["devices"] = deviceNames(s, b.devices);
-      j["role"] = b.role;
+      manifest::Param p;
+      p.slot = b.slot;
+      p.dtype = b.dtype;
+      p.numel = b.numel;
+      p.bytes = b.bytes();
+      p.devices = deviceNames(s, b.devices);
+      p.role = roleOf(b.role);
       // the PARAM's name (uopc_tinygrad.export fills it in): uopc-run --inputs/--outputs bind tensors by it
-      if (b.node && b.node->arg && b.node->arg->kind == ArgKind::Record)
-        if (std::optional<std::string> name = ParamArg::decode(b.node->arg).name) j["name"] = *name;
-      params.push_back(j);
+      if (b.node && b.node->arg && b.node->arg->kind == ArgKind::Record) p.name = ParamArg::decode(b.node->arg).name;
+      for (const KeptElements &k : b.kept) {
+        manifest::Kept &m = p.kept.emplace_back();
+        m.known = k.known;
+        m.elements = k.elements;
+        for (const KeptElements::Run &r : k.runs) m.runs.push_back({r.start, r.length, r.stride, r.count});
+      }
+      m.params.push_back(std::move(p));
       continue;
     }
-    j["id"] = buffers.size();
-    j["slot"] = b.slot;
-    j["dtype"] = std::string(dtypeName(b.dtype));
-    j["numel"] = b.numel;
-    j["bytes"] = b.bytes();
-    if (b.symbolicSize) j["symbolic_size"] = true;
-    j["devices"] = deviceNames(s, b.devices);
-    j["offsets"] = b.offsets;
-    Json life = Json::array();
-    for (auto [lo, hi] : b.lifetimes) life.push_back(Json::array({lo, hi}));
-    j["lifetimes"] = life;
-    buffers.push_back(j);
+    manifest::Buffer q;
+    q.slot = b.slot;
+    q.dtype = b.dtype;
+    q.numel = b.numel;
+    q.bytes = b.bytes();
+    q.symbolicSize = b.symbolicSize;
+    q.devices = deviceNames(s, b.devices);
+    q.offsets = b.offsets;
+    q.lifetimes = b.lifetimes;
+    m.buffers.push_back(std::move(q));
   }
-  m["params"] = params;
-  m["buffers"] = buffers;
-  Json steps = Json::array();
   for (size_t i = 0; i < s.steps.size(); ++i) {
     const SchedStep &st = s.steps[i];
-    Json j;
+    manifest::Step j;
+    j.device = s.devices[st.device];
     if (st.kind == SchedStep::Kind::Copy) {
-      j["kind"] = "copy";
-      j["device"] = s.devices[st.device];
-      j["src"] = bufRef(s, st.src, nparams);
-      j["dst"] = bufRef(s, st.dst, nparams);
-      j["bytes"] = st.bytes;
+      j.kind = manifest::Step::Kind::Copy;
+      j.src = refOf(s, st.src, nparams);
+      j.dst = refOf(s, st.dst, nparams);
+      j.bytes = st.bytes;
     } else {
-      j["kind"] = "kernel";
-      j["kernel"] = s.kernels[st.kernel].name;
-      j["device"] = s.devices[st.device];
-      j["device_num"] = st.deviceNum;
-      j["file"] = artifacts.at(i).file;
-      j["symbol"] = artifacts.at(i).symbol;
-      Json args = Json::array();
-      for (const BufRef &r : st.args) args.push_back(bufRef(s, r, nparams));
-      j["args"] = args;
-      j["vars"] = st.vars;
-      if (artifacts.at(i).global) j["global"] = *artifacts.at(i).global;
-      if (artifacts.at(i).local) j["local"] = *artifacts.at(i).local;
-      j["estimates"] = estimatesJson(kernelWork(kernelSink(s.kernels[st.kernel].call)));
+      j.kernel = s.kernels[st.kernel].name;
+      j.deviceNum = st.deviceNum;
+      j.file = artifacts.at(i).file;
+      j.symbol = artifacts.at(i).symbol;
+      for (const BufRef &r : st.args) j.args.push_back(refOf(s, r, nparams));
+      j.vars = st.vars;
+      j.global = artifacts.at(i).global;
+      j.local = artifacts.at(i).local;
+      KernelWork w = kernelWork(kernelSink(s.kernels[st.kernel].call));
+      j.estimates = manifest::Estimates{estimateOf(w.ops), estimateOf(w.loads), estimateOf(w.loadBytes),
+                                        estimateOf(w.stores), estimateOf(w.storeBytes)};
     }
-    steps.push_back(j);
+    m.steps.push_back(std::move(j));
   }
-  m["steps"] = steps;
-  Json vars = Json::array();
   for (const SchedVar &v : s.vars) {
-    Json e = {{"name", v.name}, {"slot", v.slot}, {"min", v.vmin}, {"max", v.vmax}};
+    manifest::Var e{v.name, v.slot, v.vmin, v.vmax, {v.name}};
     // tinygrad 0.14.0 names a function's variable p<slot>: a variable keeps that name beside the user's,
     // unless another variable already has it (uopc-run --var accepts any name in `names`)
     std::string positional = "p" + std::to_string(v.slot);
     if (v.slot >= 0 && positional != v.name &&
         std::none_of(s.vars.begin(), s.vars.end(), [&](const SchedVar &o) { return o.name == positional; }))
-      e["names"] = Json::array({v.name, positional});
-    vars.push_back(e);
+      e.names.push_back(positional);
+    m.vars.push_back(std::move(e));
   }
-  m["vars"] = vars;
-  return m.dump(1) + "\n";
+  return m;
+}
+
+std::string manifestJson(const Schedule &s, Target target, const std::vector<KernelArtifact> &artifacts,
+                         std::string_view cpu) {
+  return manifest::toJson(manifestOf(s, target, artifacts, cpu));
 }
 
 } // namespace uopc

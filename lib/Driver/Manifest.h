@@ -1,12 +1,15 @@
 //===- Manifest.h - out/manifest.json from a Schedule ---------------------===//
 // The manifest says how to run a compiled graph: devices (with the bytes of their intermediate arena),
 // the function's buffer parameters, the intermediate buffers (size, dtype, devices, arena offsets,
-// lifetimes, which share storage), the steps in execution order and the variables. Format:
+// lifetimes), the steps in execution order and the variables. This file fills the model uopc-run reads
+// (Runtime/ManifestModel.h) from a schedule; the model writes the text. Format:
 // schemas/manifest.schema.json and docs/schedule.md. The text is a pure function of the schedule: stable
 // key and element order, no timestamps, byte-identical across runs.
 #pragma once
 
 #include "Passes/Schedule.h"
+#include "Runtime/ManifestModel.h"
+#include "Targets/Targets.h"
 
 #include <array>
 #include <cstdint>
@@ -34,9 +37,12 @@ KernelArtifact defaultArtifact(const Schedule &s, const SchedStep &step, std::st
 std::vector<KernelArtifact> defaultArtifacts(const Schedule &s, std::string_view ext);
 inline constexpr size_t kMaxSymbol = 64;
 
-/// The manifest text. `artifacts` has one entry per step (ignored for copies).
-/// `cpu` (C and LLVM targets): the CPU the kernels are to be built for, `uopc --cpu`.
-std::string manifestJson(const Schedule &s, std::string_view target, const std::vector<KernelArtifact> &artifacts,
+/// The manifest of a schedule. `artifacts` has one entry per step (ignored for copies).
+/// `cpu` (CPU targets): the CPU the kernels are to be built for, `uopc --cpu`.
+manifest::Manifest manifestOf(const Schedule &s, Target target, const std::vector<KernelArtifact> &artifacts,
+                              std::string_view cpu = "native");
+/// Its text: manifest::toJson(manifestOf(...)).
+std::string manifestJson(const Schedule &s, Target target, const std::vector<KernelArtifact> &artifacts,
                          std::string_view cpu = "native");
 
 } // namespace uopc

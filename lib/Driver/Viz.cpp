@@ -19,6 +19,7 @@
 #include "Passes/Schedule.h"
 #include "Targets/CTarget.h"
 #include "Targets/LLVMTarget.h"
+#include "Targets/Targets.h"
 
 #include <algorithm>
 #include <cmath>
@@ -465,7 +466,9 @@ private:
 
 std::vector<VizKernelSource> renderVizSources(Graph &g, const VizTarget &t) {
   Schedule s = buildSchedule(g);
-  std::string_view ext = t.target == "c" ? "c" : t.target == "llvm" ? "ll" : "ptx";
+  const TargetInfo *target = findTarget(t.target);
+  if (!target) fail("--viz: unknown target '" + t.target + "'");
+  std::string_view ext = target->extension;
   std::vector<KernelArtifact> artifacts = defaultArtifacts(s, ext);
   std::vector<VizKernelSource> out;
   std::unordered_set<const UOp *> done;
@@ -478,17 +481,17 @@ std::vector<VizKernelSource> renderVizSources(Graph &g, const VizTarget &t) {
     k.body = body;
     k.device = s.devices[st.device];
     try {
-      if (t.target == "c") {
+      if (target->emitter == Emitter::C) {
         k.text = emitCKernel(*g.ctx, st.call, st.deviceNum, artifacts[i].symbol, CEmitOptions{t.allowCustom}).source;
       } else {
         LLVMEmitOptions lo;
         lo.gpuArch = t.gpuArch;
         lo.cpu = t.cpu;
-        lo.mapping = t.target == "ptx"  ? LLVMEmitOptions::Mapping::PTX
+        lo.mapping = target->gpu        ? LLVMEmitOptions::Mapping::PTX
                      : t.gridOnHost     ? LLVMEmitOptions::Mapping::GridOnHost
                                         : LLVMEmitOptions::Mapping::Loops;
         EmittedLLVMKernel e = emitLLVMKernel(*g.ctx, st.call, st.deviceNum, artifacts[i].symbol, lo);
-        k.text = t.target == "ptx" ? e.ptx : e.ir;
+        k.text = target->gpu ? e.ptx : e.ir;
       }
     } catch (const Error &e) {
       k.text = std::string("not rendered: ") + e.what(); // one kernel the target refuses: the others still show
@@ -512,7 +515,8 @@ void writeVizPage(const std::string &file, const std::string &input, Graph &g, c
   VizInfo info;
   info.input = input;
   info.target = t.target;
-  info.language = t.target == "c" ? "C" : t.target == "llvm" ? "LLVM IR" : "PTX";
+  const TargetInfo *target = findTarget(t.target);
+  info.language = !target ? "" : target->emitter == Emitter::C ? "C" : target->gpu ? "PTX" : "LLVM IR";
   info.failure = failure;
   std::vector<VizKernelSource> sources;
   if (!failure.empty()) {

@@ -26,7 +26,7 @@
 // accumulator and its own loops at its level. A store runs in its END's ranges, then any other range its
 // operands use, by range number.
 //
-// GPU targets (TargetInfo::gpuGrid: ptx, llvm --grid-on-host): per store, the END ranges its index depends
+// GPU targets (PassTarget::gpuGrid: ptx, llvm --grid-on-host): per store, the END ranges its index depends
 // on and whose sizes are constant become the global thread id (outermost first, at most 2^31 - 1 threads)
 // instead of loops: they are replaced by gid / stride % size, gid = gidx0 * local + lidx0. A store that
 // needs fewer threads than the launch runs under IF(gid < its threads). If any store could read what
@@ -380,7 +380,7 @@ struct Linearizer {
 
 } // namespace
 
-const UOp *linearizeKernelCall(Context &c, const UOp *call, const TargetInfo &target) {
+const UOp *linearizeKernelCall(Context &c, const UOp *call, const PassTarget &target) {
   if (call->op != Op::CALL || call->nsrc == 0 || call->src(0)->op != Op::SINK) return call;
   Linearizer l(c);
   l.gpu = target.gpuGrid;

@@ -133,8 +133,8 @@ int64_t PassContext::intOption(std::string_view key, int64_t fallback, int64_t l
   return x;
 }
 
-TargetInfo TargetInfo::forTarget(std::string_view name, bool gridOnHost) {
-  TargetInfo t;
+PassTarget PassTarget::forTarget(std::string_view name, bool gridOnHost) {
+  PassTarget t;
   t.name = std::string(name);
   t.gpuGrid = name == "ptx" || gridOnHost;
   if (t.gpuGrid) {
@@ -152,7 +152,7 @@ TargetInfo TargetInfo::forTarget(std::string_view name, bool gridOnHost) {
 }
 
 void runPipeline(Graph &g, const std::vector<PipelineEntry> &pipeline, const PassManagerOptions &opts,
-                 std::ostream &out, std::ostream &err, const TargetInfo &target) {
+                 std::ostream &out, std::ostream &err, const PassTarget &target) {
   using Clock = std::chrono::steady_clock;
   std::vector<std::pair<std::string_view, double>> times;
   if (!opts.dumpDir.empty()) {
@@ -215,7 +215,7 @@ void runPipeline(Graph &g, const std::vector<PipelineEntry> &pipeline, const Pas
   }
 }
 
-void linearizeForRendering(Graph &g, const TargetInfo &target) {
+void linearizeForRendering(Graph &g, const PassTarget &target) {
   bool sink = false;
   for (const UOp *u : toposort(g.root)) sink |= u->op == Op::CALL && u->nsrc > 0 && u->src(0)->op == Op::SINK;
   if (!sink) return;

@@ -1,6 +1,6 @@
 //===- PassManager.h - named passes, pipelines and instrumentation --------===//
 // Passes are functions (Graph&, const PassContext&) -> void registered in one table (Passes.def). A pass
-// sees the target the kernels are for (TargetInfo) and the options its pipeline entry gave it
+// sees the target the kernels are for (PassTarget) and the options its pipeline entry gave it
 // ("linearize{grid=1}"). The manager runs a pipeline and owns every dump and check around the passes:
 // printing after a pass, dumping each pass's result to a numbered file, timing, and verifying after
 // each pass. Passes never print.
@@ -19,7 +19,7 @@
 namespace uopc {
 
 /// What a pass may know of the machine its kernels are rendered for. The defaults describe a CPU.
-struct TargetInfo {
+struct PassTarget {
   std::string name = "c";     ///< the --target name: c, llvm or ptx
   bool gpuGrid = false;       ///< kernels run as a grid of threads (ptx, llvm --grid-on-host)
   int vectorBytes = 32;       ///< the widest vector register the kernels may use
@@ -29,14 +29,14 @@ struct TargetInfo {
   int64_t l1Bytes = 32 << 10; ///< data cache sizes, as the machine reports them (fallbacks otherwise)
   int64_t l2Bytes = 1 << 20;
   /// The target for `--target NAME` (with --grid-on-host for llvm); cache sizes from this machine.
-  static TargetInfo forTarget(std::string_view name, bool gridOnHost = false);
+  static PassTarget forTarget(std::string_view name, bool gridOnHost = false);
 };
 
 /// A pipeline entry's options: "flag{key=value,key=value}".
 using PassOptions = std::map<std::string, std::string, std::less<>>;
 
 struct PassContext {
-  const TargetInfo &target;
+  const PassTarget &target;
   const PassOptions &options;
   /// The value of an option the pass declared, or `fallback`.
   std::string_view option(std::string_view key, std::string_view fallback = {}) const;
@@ -92,11 +92,11 @@ struct PassManagerOptions {
 
 /// Runs `pipeline` on `g`. Printing goes to `out`, timings to `err`. Throws Error from a pass.
 void runPipeline(Graph &g, const std::vector<PipelineEntry> &pipeline, const PassManagerOptions &opts,
-                 std::ostream &out, std::ostream &err, const TargetInfo &target = TargetInfo{});
+                 std::ostream &out, std::ostream &err, const PassTarget &target = PassTarget{});
 
 /// The targets render linearized kernels: when some kernel CALL of g is still a SINK (a pipeline that
 /// stopped before linearize), runs lower-index and linearize for `target`. A no-op on a graph whose
 /// kernels are all LINEAR (what --print-after=linearize printed renders as it is).
-void linearizeForRendering(Graph &g, const TargetInfo &target);
+void linearizeForRendering(Graph &g, const PassTarget &target);
 
 } // namespace uopc

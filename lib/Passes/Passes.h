@@ -13,6 +13,6 @@ namespace uopc {
 const UOp *lowerIndexKernel(Context &c, const UOp *sink);
 /// One kernel CALL through lower-index and linearize for `target` (a CALL whose body is not a SINK is
 /// returned as it is): for tools and tests that build kernels by hand.
-const UOp *linearizeKernelCall(Context &c, const UOp *call, const TargetInfo &target);
+const UOp *linearizeKernelCall(Context &c, const UOp *call, const PassTarget &target);
 
 } // namespace uopc

@@ -322,7 +322,7 @@ struct Builder {
 
   /// Roles of the parameters: written by a call, and/or read in the state they had before the run.
   void roles() {
-    std::vector<char> written(s.buffers.size()), readInitial(s.buffers.size());
+    std::vector<char> written(s.buffers.size()), readInitial(s.buffers.size()), partial(s.buffers.size());
     for (const UOp *call : s.calls) {
       const UOp *out = call->src(1);
       size_t ob = bufferIndex(call, out);
@@ -339,12 +339,27 @@ struct Builder {
               readInitial[ob] = 1;
           }
         // a store that may leave elements unwritten keeps their prior contents: the buffer is inout too
-        if (!readInitial[ob] && !coversAllDevices(sink, ob)) readInitial[ob] = 1;
+        if (s.buffers[ob].isParam && !coversAllDevices(sink, ob)) readInitial[ob] = partial[ob] = 1;
       }
     }
     for (size_t b = 0; b < s.buffers.size(); ++b)
       if (s.buffers[b].isParam)
         s.buffers[b].role = written[b] ? (readInitial[b] ? "inout" : "output") : "input";
+    for (size_t b = 0; b < s.buffers.size(); ++b)
+      if (partial[b]) keptOf(b);
+  }
+
+  /// SchedBuffer::kept of parameter `b`: per device, what none of the steps writing it there writes.
+  void keptOf(size_t b) {
+    SchedBuffer &sb = s.buffers[b];
+    for (size_t d = 0; d < sb.devices.size(); ++d) {
+      std::vector<BufferWrite> writes;
+      for (const SchedStep &st : s.steps)
+        if (st.kind == SchedStep::Kind::Copy && st.dst == BufRef{b, d}) writes.push_back({nullptr, 0});
+        else if (st.kind == SchedStep::Kind::Kernel && !st.args.empty() && st.args[0] == BufRef{b, d})
+          writes.push_back({kernelSink(st.call), st.deviceNum});
+      sb.kept.push_back(keptElements(*g.ctx, writes, sb.numel));
+    }
   }
 
   void planMemory(const std::vector<const UOp *> &rootStates) {

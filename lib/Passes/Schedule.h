@@ -14,6 +14,7 @@
 #pragma once
 
 #include "IR/Graph.h"
+#include "Passes/Coverage.h"
 
 #include <cstdint>
 #include <string>
@@ -34,6 +35,9 @@ struct SchedBuffer {
 
   // parameters
   std::string role; ///< "input", "output" or "inout"
+  /// a written parameter that its first write may leave partly unwritten: per device, the elements no
+  /// step writes (they keep their prior contents; Passes/Coverage.h). Empty otherwise.
+  std::vector<KeptElements> kept;
 
   // intermediates: per device of the buffer, the byte offset in that device's arena, and the steps
   // (indices into Schedule::steps) of its first and last use there

@@ -4,15 +4,12 @@
 #include "IR/Error.h"
 #include "IR/Types.h"
 #include "Runtime/Cuda.h"
-#include "Runtime/Sha256.h"
+#include "Runtime/KernelCache.h"
+#include "Runtime/ManifestModel.h"
 #include "Targets/LLVMJit.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
-#include <cctype>
 #include <array>
-#include <climits>
 #include <chrono>
 #include <cstdlib>
 #include <cstdio>
@@ -27,53 +24,22 @@
 #include <sstream>
 
 #include <dlfcn.h>
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
-
-extern char **environ;
 
 namespace uopc {
 namespace fs = std::filesystem;
-using Json = nlohmann::json;
 
 namespace {
 
-/// Reads a whole file of at most `maxBytes` (checked before reading a regular file; a pipe is read up to
-/// the limit); devices such as /dev/zero are refused. Over the limit: an error that says how large the
-/// file is (regular files) or that it is larger.
+using manifest::Buffer;
+using manifest::Manifest;
+using manifest::Param;
+using manifest::Ref;
+using manifest::Role;
+using manifest::Step;
+
 std::string readWhole(const std::string &path, const std::string &what, uint64_t maxBytes = uint64_t(1) << 30) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail("cannot read " + what + " '" + path + "': " + std::strerror(errno));
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) fail("cannot read " + what + " '" + path + "': " + std::strerror(errno));
-  if (S_ISDIR(st.st_mode)) fail("cannot read " + what + " '" + path + "': it is a directory");
-  if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode) && !S_ISSOCK(st.st_mode))
-    fail("cannot read " + what + " '" + path + "': not a regular file or a pipe");
-  std::string data;
-  if (S_ISREG(st.st_mode)) {
-    if (static_cast<uint64_t>(st.st_size) > maxBytes)
-      fail(what + " '" + path + "' has " + std::to_string(st.st_size) + " bytes, more than the " +
-           std::to_string(maxBytes) + " expected");
-    data.reserve(static_cast<size_t>(st.st_size));
-  }
-  char buf[1 << 16];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) fail("error while reading " + what + " '" + path + "': " + std::strerror(errno));
-    if (n == 0) break;
-    if (data.size() + static_cast<uint64_t>(n) > maxBytes)
-      fail(what + " '" + path + "' has more than the " + std::to_string(maxBytes) + " bytes expected");
-    data.append(buf, static_cast<size_t>(n));
-  }
-  return data;
+  return manifest::readBounded(path, what, maxBytes);
 }
 
 void writeWhole(const std::string &path, const void *data, size_t n) {
@@ -83,487 +49,6 @@ void writeWhole(const std::string &path, const void *data, size_t n) {
   out.close();
   if (!out) fail("error while writing '" + path + "'");
 }
-
-/// Creates `path` (which must not exist: O_EXCL, and O_NOFOLLOW so no planted link is followed), mode 0600.
-void writeNewFile(const std::string &path, std::string_view bytes) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) fail("cannot create '" + path + "': " + std::strerror(errno));
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      ::close(fd);
-      fail("error while writing '" + path + "': " + std::strerror(errno));
-    }
-    done += static_cast<size_t>(w);
-  }
-  if (::close(fd) != 0) fail("error while writing '" + path + "': " + std::strerror(errno));
-}
-
-/// The kernel cache directory, created 0700 when missing, and checked before use: a real directory (not a
-/// symbolic link), owned by this user, writable by no one else. Anything else is refused: a shared or
-/// planted directory could hold objects someone else wrote.
-fs::path openKernelCache() {
-  fs::path dir = kernelCacheDir();
-  std::error_code ec;
-  if (dir.has_parent_path() && !fs::exists(dir.parent_path(), ec)) {
-    // the cache's parent ($XDG_CACHE_HOME or ~/.cache): owner-only, as XDG asks, when uopc-run creates it
-    fs::create_directories(dir.parent_path(), ec);
-    if (ec) fail("cannot create the kernel cache '" + dir.string() + "': " + ec.message());
-    ::chmod(dir.parent_path().c_str(), 0700);
-  }
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
-    fail("cannot create the kernel cache '" + dir.string() + "': " + std::strerror(errno));
-  struct stat st {};
-  if (::lstat(dir.c_str(), &st) != 0) fail("cannot use the kernel cache '" + dir.string() + "': " + std::strerror(errno));
-  if (S_ISLNK(st.st_mode)) fail("refusing the kernel cache '" + dir.string() + "': it is a symbolic link");
-  if (!S_ISDIR(st.st_mode)) fail("refusing the kernel cache '" + dir.string() + "': it is not a directory");
-  if (st.st_uid != ::geteuid())
-    fail("refusing the kernel cache '" + dir.string() + "': it is owned by uid " + std::to_string(st.st_uid) +
-         ", not by this user (uid " + std::to_string(::geteuid()) + ")");
-  if (st.st_mode & (S_IWGRP | S_IWOTH))
-    fail("refusing the kernel cache '" + dir.string() + "': it is writable by others (mode " +
-         [&] {
-           char b[8];
-           std::snprintf(b, sizeof b, "%04o", unsigned(st.st_mode & 07777));
-           return std::string(b);
-         }() +
-         ")");
-  return dir;
-}
-
-/// False when `so` is not in the cache; true when it is a regular file of this user that no one else can
-/// write. Anything else there (a link, another user's file, a group- or world-writable one) is refused:
-/// loading it would run code uopc-run did not build.
-bool trustedCachedObject(const fs::path &so) {
-  struct stat st {};
-  if (::lstat(so.c_str(), &st) != 0) {
-    if (errno == ENOENT) return false;
-    fail("cannot use the cached kernels '" + so.string() + "': " + std::strerror(errno));
-  }
-  if (!S_ISREG(st.st_mode)) fail("refusing the cached kernels '" + so.string() + "': not a regular file");
-  if (st.st_uid != ::geteuid())
-    fail("refusing the cached kernels '" + so.string() + "': owned by uid " + std::to_string(st.st_uid) +
-         ", not by this user (uid " + std::to_string(::geteuid()) + ")");
-  if (st.st_mode & (S_IWGRP | S_IWOTH))
-    fail("refusing the cached kernels '" + so.string() + "': writable by others");
-  return true;
-}
-
-/// SHA-256 of the parts, each prefixed by its length (no two part lists hash alike): the cache key of a
-/// compiled kernel set, a cryptographic hash so that no crafted kernel set collides with another's object.
-struct Hasher {
-  Sha256 sha;
-  void add(std::string_view s) {
-    uint64_t n = s.size();
-    unsigned char len[8];
-    for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>(n >> (8 * i));
-    sha.update(len, sizeof len);
-    sha.update(s);
-  }
-  std::string hex() { return sha.hexFinal(); }
-};
-
-bool isIdentifier(const std::string &s) {
-  if (s.empty() || s.size() > 200 || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
-  return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
-}
-
-// ---- manifest access with clear messages ------------------------------------------------------------
-
-const Json &field(const Json &j, const char *key, const std::string &where) {
-  if (!j.is_object() || !j.contains(key)) fail("manifest: " + where + " has no '" + key + "'");
-  return j.at(key);
-}
-int64_t intField(const Json &j, const char *key, const std::string &where, int64_t lo = INT64_MIN) {
-  const Json &v = field(j, key, where);
-  if (!v.is_number_integer()) fail("manifest: " + where + "." + key + " is not an integer");
-  int64_t x = v.get<int64_t>();
-  if (x < lo) fail("manifest: " + where + "." + key + " is " + std::to_string(x) + ", below " + std::to_string(lo));
-  return x;
-}
-std::string strField(const Json &j, const char *key, const std::string &where) {
-  const Json &v = field(j, key, where);
-  if (!v.is_string()) fail("manifest: " + where + "." + key + " is not a string");
-  return v.get<std::string>();
-}
-const Json &arrField(const Json &j, const char *key, const std::string &where) {
-  const Json &v = field(j, key, where);
-  if (!v.is_array()) fail("manifest: " + where + "." + key + " is not an array");
-  return v;
-}
-
-// ---- the manifest, parsed and checked: what every backend runs ---------------------------------------
-
-struct Param {
-  int64_t slot;
-  std::string dtype, role;
-  int64_t bytes;
-  std::vector<std::string> devices;
-  std::vector<size_t> deviceIndex; // per device of the slot: its index in Manifest::devices
-};
-struct Buffer {
-  std::string dtype;
-  int64_t bytes;
-  std::vector<size_t> devices; // device indices
-  std::vector<int64_t> offsets;
-};
-struct Ref {
-  bool isParam;
-  size_t index; // into params / buffers
-  size_t dev;
-};
-struct Step {
-  bool isCopy = false;
-  std::string label;  // for --bench and messages
-  size_t device = 0;  // where it runs (a copy: the destination)
-  std::string symbol; // kernels
-  std::string file;
-  std::vector<Ref> args;
-  std::vector<std::string> vars;
-  std::vector<size_t> varIndex; // per entry of vars: its index in Manifest::vars
-  bool hasLaunch = false;       // "global" and "local" given (GPU targets)
-  std::array<uint32_t, 3> global{}, local{};
-  Ref src{}, dst{};
-  int64_t bytes = 0;
-};
-
-struct Manifest {
-  fs::path dir;
-  std::string target = "c";
-  std::string cpu = "native"; ///< -march= for C kernels, the JIT's CPU for LLVM ones
-  std::vector<std::string> devices;
-  std::vector<int64_t> arenaBytes;
-  std::vector<Param> params;
-  std::map<int64_t, size_t> paramOfSlot;
-  std::vector<Buffer> buffers;
-  std::vector<Step> steps;
-  struct Var {
-    std::string name;
-    int64_t min, max;
-    std::vector<std::string> names; ///< every name --var accepts: name, then its aliases (p<slot>)
-  };
-  std::vector<Var> vars;
-
-  size_t deviceIndex(const std::string &name, const std::string &where) const {
-    auto it = std::find(devices.begin(), devices.end(), name);
-    if (it == devices.end()) fail("manifest: " + where + " names unknown device '" + name + "'");
-    return static_cast<size_t>(it - devices.begin());
-  }
-
-  Ref ref(const Json &j, const std::string &where) const {
-    Ref r{};
-    if (j.is_object() && j.contains("param")) {
-      int64_t slot = intField(j, "param", where);
-      auto it = paramOfSlot.find(slot);
-      if (it == paramOfSlot.end()) fail("manifest: " + where + " names unknown param slot " + std::to_string(slot));
-      r = {true, it->second, 0};
-    } else {
-      int64_t b = intField(j, "buffer", where, 0);
-      if (static_cast<size_t>(b) >= buffers.size()) fail("manifest: " + where + " names unknown buffer " + std::to_string(b));
-      r = {false, static_cast<size_t>(b), 0};
-    }
-    int64_t d = intField(j, "dev", where, 0);
-    size_t nd = r.isParam ? params[r.index].devices.size() : buffers[r.index].devices.size();
-    if (static_cast<size_t>(d) >= nd) fail("manifest: " + where + ".dev " + std::to_string(d) + " is out of range");
-    r.dev = static_cast<size_t>(d);
-    return r;
-  }
-
-  int64_t bytesOf(const Ref &r) const { return r.isParam ? params[r.index].bytes : buffers[r.index].bytes; }
-  /// The index (in `devices`) of the device whose memory holds `r`.
-  size_t deviceOf(const Ref &r) const {
-    return r.isParam ? params[r.index].deviceIndex[r.dev] : buffers[r.index].devices[r.dev];
-  }
-  /// "param 0 on CPU" / "buffer 3 on CPU:1", for messages.
-  std::string describe(const Ref &r) const {
-    return (r.isParam ? "param " + std::to_string(params[r.index].slot) : "buffer " + std::to_string(r.index)) + " on " +
-           devices[deviceOf(r)];
-  }
-
-  /// bytes must be numel elements of dtype (a manifest that says otherwise would let a kernel run past
-  /// its allocation).
-  static void checkBytes(const std::string &dtype, int64_t numel, int64_t bytes, const std::string &where) {
-    auto dt = dtypeFromName(dtype);
-    if (!dt || dtypeSize(*dt) == 0) fail("manifest: " + where + " has unknown dtype '" + dtype + "'");
-    if (numel > INT64_MAX / static_cast<int64_t>(dtypeSize(*dt)) || numel * static_cast<int64_t>(dtypeSize(*dt)) != bytes)
-      fail("manifest: " + where + " says " + std::to_string(bytes) + " bytes for " + std::to_string(numel) + " " + dtype +
-           " elements");
-  }
-
-  /// Each kernel file ends with the line uopc wrote for it, "uopc-signature: <dtype>:<elements>... vars <n>"
-  /// (Targets/CTarget.h kernelSignature): every step running that file must pass that many arguments, each
-  /// of that dtype and at least that large, and that many variables. A file without the line (not written
-  /// by uopc) is run unchecked.
-  void checkSignatures() {
-    for (const std::string &file : kernelFiles()) {
-      std::string text = readWhole((dir / file).string(), "kernel");
-      size_t at = text.rfind("uopc-signature:");
-      if (at == std::string::npos) continue;
-      std::istringstream line(text.substr(at + 15, text.find('\n', at) - at - 15));
-      std::vector<std::pair<std::string, int64_t>> want; // dtype, elements (-1: unbounded)
-      std::string tok;
-      size_t nvars = SIZE_MAX;
-      auto malformed = [&](const std::string &t) -> int64_t {
-        fail("kernel '" + file + "': malformed uopc-signature entry '" + t + "'");
-      };
-      auto number = [&](const std::string &n, const std::string &t) -> int64_t {
-        if (n.empty() || n.size() > 20) malformed(t);
-        size_t used = 0;
-        int64_t x = 0;
-        try {
-          x = std::stoll(n, &used);
-        } catch (const std::exception &) {
-          malformed(t);
-        }
-        if (used != n.size()) malformed(t);
-        return x;
-      };
-      while (line >> tok) {
-        if (tok == "vars") {
-          if (!(line >> tok)) break;
-          int64_t n = number(tok, tok);
-          if (n < 0 || n > 100000) malformed(tok);
-          nvars = static_cast<size_t>(n);
-          break;
-        }
-        size_t colon = tok.find(':');
-        if (colon == std::string::npos) malformed(tok);
-        std::string n = tok.substr(colon + 1);
-        int64_t elems = -1;
-        if (n != "?") {
-          elems = number(n, tok);
-          if (elems < 0) malformed(tok);
-        }
-        want.push_back({tok.substr(0, colon), elems});
-      }
-      if (nvars == SIZE_MAX) fail("kernel '" + file + "': malformed uopc-signature line");
-      // per variable: name and the range the kernel was compiled for (older files: names and ranges absent)
-      struct SigVar {
-        std::string name;
-        bool ranged = false;
-        int64_t lo = 0, hi = 0;
-      };
-      std::vector<SigVar> sigVars;
-      while (sigVars.size() < nvars && line >> tok) {
-        size_t c1 = tok.find(':');
-        if (c1 == std::string::npos || c1 == 0) malformed(tok);
-        SigVar v{tok.substr(0, c1)};
-        std::string rest = tok.substr(c1 + 1);
-        if (rest != "?") {
-          size_t c2 = rest.find(':');
-          if (c2 == std::string::npos) malformed(tok);
-          v.ranged = true;
-          v.lo = number(rest.substr(0, c2), tok);
-          v.hi = number(rest.substr(c2 + 1), tok);
-        }
-        sigVars.push_back(std::move(v));
-      }
-      if (!sigVars.empty() && sigVars.size() != nvars) fail("kernel '" + file + "': malformed uopc-signature line");
-      for (size_t i = 0; i < steps.size(); ++i) {
-        const Step &st = steps[i];
-        if (st.isCopy || st.file != file) continue;
-        std::string where = "step " + std::to_string(i) + " (" + st.label + ")";
-        if (st.args.size() != want.size() || st.vars.size() != nvars)
-          fail("manifest: " + where + " passes " + std::to_string(st.args.size()) + " buffers and " +
-               std::to_string(st.vars.size()) + " variables; '" + file + "' takes " + std::to_string(want.size()) +
-               " and " + std::to_string(nvars));
-        for (size_t k = 0; k < want.size(); ++k) {
-          const Ref &r = st.args[k];
-          const std::string &dt = r.isParam ? params[r.index].dtype : buffers[r.index].dtype;
-          auto size = dtypeFromName(want[k].first);
-          if (dt != want[k].first || !size)
-            fail("manifest: " + where + " argument " + std::to_string(k) + " (" + describe(r) + ") is " + dt + "; '" +
-                 file + "' reads " + want[k].first);
-          if (want[k].second >= 0 && (want[k].second > INT64_MAX / static_cast<int64_t>(dtypeSize(*size)) ||
-                                      bytesOf(r) < want[k].second * static_cast<int64_t>(dtypeSize(*size))))
-            fail("manifest: " + where + " argument " + std::to_string(k) + " (" + describe(r) + ") holds " +
-                 std::to_string(bytesOf(r)) + " bytes; '" + file + "' indexes " + std::to_string(want[k].second) +
-                 " elements");
-        }
-        for (size_t k = 0; k < sigVars.size(); ++k) {
-          const Var &mv = vars[st.varIndex[k]];
-          if (sigVars[k].name != mv.name)
-            fail("manifest: " + where + " passes variable '" + mv.name + "' as argument " + std::to_string(k) + "; '" +
-                 file + "' takes '" + sigVars[k].name + "' there");
-          if (sigVars[k].ranged && (mv.min < sigVars[k].lo || mv.max > sigVars[k].hi))
-            fail("manifest: variable '" + mv.name + "' has range [" + std::to_string(mv.min) + ", " +
-                 std::to_string(mv.max) + "], but '" + file + "' was compiled for [" + std::to_string(sigVars[k].lo) +
-                 ", " + std::to_string(sigVars[k].hi) + "]");
-        }
-      }
-    }
-  }
-
-  /// The distinct kernel files, in order of first use.
-  std::vector<std::string> kernelFiles() const {
-    std::vector<std::string> files;
-    for (const Step &s : steps)
-      if (!s.isCopy && std::find(files.begin(), files.end(), s.file) == files.end()) files.push_back(s.file);
-    return files;
-  }
-
-  /// "global"/"local" of a kernel step: three integers in [1, 2^31 - 1].
-  static std::array<uint32_t, 3> launchDims(const Json &s, const char *key, const std::string &where) {
-    const Json &v = arrField(s, key, where);
-    if (v.size() != 3) fail("manifest: " + where + "." + key + " must hold 3 integers, it holds " + std::to_string(v.size()));
-    std::array<uint32_t, 3> d{};
-    for (size_t i = 0; i < 3; ++i) {
-      std::string at = where + "." + key + "[" + std::to_string(i) + "]";
-      if (!v[i].is_number_integer()) fail("manifest: " + at + " is not an integer");
-      int64_t x = v[i].get<int64_t>();
-      if (x < 1 || x > INT32_MAX) fail("manifest: " + at + " is " + std::to_string(x) + ", not in [1, 2147483647]");
-      d[i] = static_cast<uint32_t>(x);
-    }
-    return d;
-  }
-
-  void parse(const std::string &path) { parseText(readWhole(path, "manifest"), path); }
-  /// The manifest `text`, as if read from `path` (its kernel files are read relative to path's folder).
-  void parseText(const std::string &text, const std::string &path) {
-    dir = fs::path(path).parent_path();
-    Json m;
-    try {
-      m = Json::parse(text);
-    } catch (const Json::exception &e) {
-      fail("manifest '" + path + "' is not valid JSON: " + e.what());
-    }
-    // (value() would throw nlohmann's type_error for a field of another type: compare the JSON values)
-    if (!m.is_object() || !m.contains("format") || m["format"] != Json("uopc-manifest"))
-      fail("'" + path + "' is not a uopc manifest");
-    if (!m.contains("version") || m["version"] != Json(1))
-      fail("manifest '" + path + "': unsupported version (this uopc-run reads version 1)");
-    target = strField(m, "target", "manifest");
-    // the CPU the kernels are built for (uopc --cpu; manifests before it: this machine's)
-    if (m.contains("cpu")) {
-      cpu = strField(m, "cpu", "manifest");
-      bool ok = !cpu.empty() && cpu.size() <= 64 && cpu[0] != '-';
-      for (char ch : cpu) ok &= std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.';
-      if (!ok) fail("manifest '" + path + "': cpu '" + cpu + "' is not a CPU name (letters, digits, '-', '_', '.')");
-    }
-    if (target != "c" && target != "llvm" && target != "ptx")
-      fail("manifest '" + path + "': target '" + target + "' cannot run here (only 'c', 'llvm' and 'ptx' are supported)");
-    for (const Json &d : arrField(m, "devices", "manifest")) {
-      devices.push_back(strField(d, "name", "device"));
-      arenaBytes.push_back(intField(d, "arena_bytes", "device " + devices.back(), 0));
-    }
-    for (const Json &p : arrField(m, "params", "manifest")) {
-      Param q;
-      q.slot = intField(p, "slot", "param", 0);
-      std::string where = "param " + std::to_string(q.slot);
-      q.dtype = strField(p, "dtype", where);
-      q.role = strField(p, "role", where);
-      q.bytes = intField(p, "bytes", where, 0);
-      checkBytes(q.dtype, intField(p, "numel", where, 0), q.bytes, where);
-      for (const Json &d : arrField(p, "devices", where)) {
-        if (!d.is_string()) fail("manifest: " + where + ".devices holds a non-string");
-        q.deviceIndex.push_back(deviceIndex(d.get<std::string>(), where));
-        q.devices.push_back(d.get<std::string>());
-      }
-      if (q.devices.empty()) fail("manifest: " + where + " lives on no device");
-      if (!paramOfSlot.emplace(q.slot, params.size()).second) fail("manifest: slot " + std::to_string(q.slot) + " listed twice");
-      params.push_back(std::move(q));
-    }
-    for (const Json &b : arrField(m, "buffers", "manifest")) {
-      Buffer q;
-      std::string where = "buffer " + std::to_string(buffers.size());
-      q.dtype = strField(b, "dtype", where);
-      q.bytes = intField(b, "bytes", where, 0);
-      checkBytes(q.dtype, intField(b, "numel", where, 0), q.bytes, where);
-      for (const Json &d : arrField(b, "devices", where)) {
-        if (!d.is_string()) fail("manifest: " + where + ".devices holds a non-string");
-        q.devices.push_back(deviceIndex(d.get<std::string>(), where));
-      }
-      for (const Json &o : arrField(b, "offsets", where)) {
-        if (!o.is_number_integer() || o.get<int64_t>() < 0) fail("manifest: " + where + ".offsets holds a bad offset");
-        q.offsets.push_back(o.get<int64_t>());
-      }
-      if (q.offsets.size() != q.devices.size()) fail("manifest: " + where + " needs one offset per device");
-      for (size_t d = 0; d < q.devices.size(); ++d) // (offsets and bytes are >= 0: no sum that could overflow)
-        if (q.bytes > arenaBytes[q.devices[d]] || q.offsets[d] > arenaBytes[q.devices[d]] - q.bytes)
-          fail("manifest: " + where + " does not fit the arena of " + devices[q.devices[d]]);
-      buffers.push_back(std::move(q));
-    }
-    for (const Json &v : arrField(m, "vars", "manifest")) {
-      std::string name = strField(v, "name", "var");
-      if (!isIdentifier(name)) fail("manifest: variable name '" + name + "' is not an identifier");
-      if (std::any_of(vars.begin(), vars.end(), [&](const Var &x) { return x.name == name; }))
-        fail("manifest: variable '" + name + "' is declared twice");
-      vars.push_back({name, intField(v, "min", "var " + name), intField(v, "max", "var " + name), {name}});
-      if (vars.back().min > vars.back().max) fail("manifest: variable '" + name + "' has an empty range");
-      if (v.contains("names")) { // tinygrad 0.14.0's p<slot> beside the user's name (Manifest.cpp)
-        const Json &ns = v["names"];
-        if (!ns.is_array()) fail("manifest: variable '" + name + "': names must be a list of strings");
-        for (const Json &a : ns) {
-          if (!a.is_string() || !isIdentifier(a.get<std::string>()))
-            fail("manifest: variable '" + name + "': names must be a list of identifiers");
-          std::string alias = a.get<std::string>();
-          for (const Var &x : vars)
-            if (std::find(x.names.begin(), x.names.end(), alias) != x.names.end() && (&x != &vars.back() || alias != name))
-              fail("manifest: variable name '" + alias + "' is declared twice");
-          if (alias != name) vars.back().names.push_back(alias);
-        }
-      }
-    }
-    std::map<std::string, std::string> symbolFiles; // a symbol may serve several steps, from one file
-    for (const Json &s : arrField(m, "steps", "manifest")) {
-      Step st;
-      std::string where = "step " + std::to_string(steps.size());
-      std::string kind = strField(s, "kind", where);
-      std::string device = strField(s, "device", where);
-      st.device = deviceIndex(device, where);
-      if (kind == "copy") {
-        st.isCopy = true;
-        st.src = ref(field(s, "src", where), where + ".src");
-        st.dst = ref(field(s, "dst", where), where + ".dst");
-        st.bytes = intField(s, "bytes", where, 0);
-        if (st.bytes > bytesOf(st.src) || st.bytes > bytesOf(st.dst)) fail("manifest: " + where + " copies more bytes than its buffers hold");
-        st.label = "copy -> " + device;
-      } else if (kind == "kernel") {
-        st.symbol = strField(s, "symbol", where);
-        if (!isIdentifier(st.symbol)) fail("manifest: " + where + ".symbol '" + st.symbol + "' is not a C identifier");
-        st.file = strField(s, "file", where);
-        auto [known, isNew] = symbolFiles.emplace(st.symbol, st.file);
-        if (!isNew && known->second != st.file)
-          fail("manifest: symbol '" + st.symbol + "' is exported by two files ('" + known->second + "' and '" + st.file + "')");
-        st.file = strField(s, "file", where);
-        fs::path rel(st.file);
-        bool ok = !rel.empty() && rel.is_relative();
-        for (const fs::path &part : rel) ok = ok && part != ".." && part != ".";
-        if (!ok) fail("manifest: " + where + ".file '" + st.file + "' must be a relative path inside the output directory");
-        for (const Json &a : arrField(s, "args", where)) st.args.push_back(ref(a, where + ".args"));
-        for (const Json &v : arrField(s, "vars", where)) {
-          if (!v.is_string()) fail("manifest: " + where + ".vars holds a non-string");
-          std::string name = v.get<std::string>();
-          auto it = std::find_if(vars.begin(), vars.end(), [&](const Var &x) { return x.name == name; });
-          if (it == vars.end()) fail("manifest: " + where + " uses undeclared variable '" + name + "'");
-          st.vars.push_back(name);
-          st.varIndex.push_back(static_cast<size_t>(it - vars.begin()));
-        }
-        st.label = strField(s, "kernel", where) + " @ " + device;
-        // The launch geometry: required by GPU targets, checked wherever it is given.
-        bool hasGlobal = s.contains("global"), hasLocal = s.contains("local");
-        if (target == "ptx" && (!hasGlobal || !hasLocal))
-          fail("manifest: " + where + " (kernel " + st.label + ") has no '" + (hasGlobal ? "local" : "global") +
-               "': a ptx kernel step needs \"global\": [gx, gy, gz] (grid size, in blocks) and \"local\": [lx, ly, lz] "
-               "(threads per block)");
-        if (hasGlobal != hasLocal)
-          fail("manifest: " + where + " (kernel " + st.label + ") gives '" + (hasGlobal ? "global" : "local") +
-               "' without '" + (hasGlobal ? "local" : "global") + "'");
-        if (hasGlobal) {
-          st.hasLaunch = true;
-          st.global = launchDims(s, "global", where);
-          st.local = launchDims(s, "local", where);
-        }
-      } else {
-        fail("manifest: " + where + " has unknown kind '" + kind + "'");
-      }
-      steps.push_back(std::move(st));
-    }
-    checkSignatures();
-  }
-};
 
 /// The contents of every given input, per slot, one string per device of the slot.
 using Inputs = std::map<int64_t, std::vector<std::string>>;
@@ -602,7 +87,7 @@ using Entry = void (*)(void **, const int64_t *);
 
 class CpuBackend final : public Backend {
 public:
-  explicit CpuBackend(const Manifest &m) : m_(m) {}
+  CpuBackend(const Manifest &m, const fs::path &dir) : m_(m), dir_(dir) {}
   /// The C of the entry points compile() builds (what the fuzz target checks without compiling).
   std::string entrySource() const { return trampolines(); }
   ~CpuBackend() override {
@@ -611,7 +96,7 @@ public:
 
   void prepare() override {
     compile();
-    for (int64_t b : m_.arenaBytes) arenas_.push_back(allocate(b));
+    for (const manifest::Device &d : m_.devices) arenas_.push_back(allocate(d.arenaBytes));
     for (const Param &p : m_.params) {
       data_.emplace_back();
       for (size_t d = 0; d < p.devices.size(); ++d) data_.back().push_back(allocate(p.bytes));
@@ -634,7 +119,7 @@ public:
     for (size_t i = 0; i < m_.steps.size(); ++i) {
       const Step &s = m_.steps[i];
       auto t0 = std::chrono::steady_clock::now();
-      if (s.isCopy) {
+      if (s.isCopy()) {
         std::memmove(pointer(s.dst), pointer(s.src), static_cast<size_t>(s.bytes));
       } else {
         bufs.clear();
@@ -653,6 +138,7 @@ public:
 
 private:
   const Manifest &m_;
+  const fs::path dir_; ///< the manifest's folder: kernel files are relative to it
   std::vector<Mem> arenas_;
   std::vector<std::vector<Mem>> data_; // per param, per device
   std::vector<Entry> entries_;         // per step (null for copies)
@@ -662,7 +148,7 @@ private:
   void *pointer(const Ref &r) const {
     if (r.isParam) return data_[r.index][r.dev].get();
     const Buffer &b = m_.buffers[r.index];
-    return arenas_[b.devices[r.dev]].get() + b.offsets[r.dev];
+    return arenas_[b.deviceIndex[r.dev]].get() + b.offsets[r.dev];
   }
 
   /// One C file of trampolines `void uopc_entry_<i>(void **bufs, const int64_t *vars)` calling each kernel
@@ -673,7 +159,7 @@ private:
     c << "/* generated by uopc-run: entry points of the kernels */\n#include <stdint.h>\n";
     for (size_t i = 0; i < m_.steps.size(); ++i) {
       const Step &s = m_.steps[i];
-      if (s.isCopy) continue;
+      if (s.isCopy()) continue;
       std::string params, call;
       for (size_t a = 0; a < s.args.size(); ++a) {
         params += std::string(params.empty() ? "" : ", ") + "void *";
@@ -694,30 +180,12 @@ private:
     entries_.assign(m_.steps.size(), nullptr);
     std::vector<std::string> files = m_.kernelFiles();
     if (files.empty()) return;
-    if (m_.target == "llvm") return jitCompile(files);
-    std::string entry = trampolines();
-    std::string cc = cCompiler();
-    Hasher h;
-    h.add("uopc-run kernels v1");
-    h.add(cc);
-    for (const char *f : kKernelCFlags) h.add(f);
-    h.add("-march=" + m_.cpu);
-    h.add(entry);
-    for (const std::string &f : files) {
-      h.add(f);
-      h.add(readWhole((m_.dir / f).string(), "kernel source"));
-    }
-    fs::path cache = openKernelCache();
-    std::string key = h.hex();
-    fs::path so = cache / (key + ".so");
-    if (!trustedCachedObject(so)) {
-      build(cache, so, key, entry, files);
-      if (!trustedCachedObject(so)) fail("the compiled kernels vanished from the cache '" + so.string() + "'");
-    }
+    if (targetInfo(m_.target).emitter == Emitter::LLVM) return jitCompile(files);
+    fs::path so = cachedKernelObject(dir_, files, trampolines(), m_.cpuName());
     handle_ = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle_) fail(std::string("cannot load the compiled kernels: ") + dlerror());
     for (size_t i = 0; i < m_.steps.size(); ++i) {
-      if (m_.steps[i].isCopy) continue;
+      if (m_.steps[i].isCopy()) continue;
       std::string name = "uopc_entry_" + std::to_string(i);
       void *p = dlsym(handle_, name.c_str());
       if (!p) fail("the compiled kernels lack " + name + " (" + m_.steps[i].symbol + ")");
@@ -727,71 +195,14 @@ private:
 
   /// Target llvm: every `.ll` module into one ORC JIT, one compiled trampoline per kernel step.
   void jitCompile(const std::vector<std::string> &files) {
-    jit_ = std::make_unique<KernelJit>(m_.cpu);
-    for (const std::string &f : files) jit_->addModule(readWhole((m_.dir / f).string(), "kernel module"), f);
+    jit_ = std::make_unique<KernelJit>(m_.cpuName());
+    for (const std::string &f : files) jit_->addModule(readWhole((dir_ / f).string(), "kernel module"), f);
     for (size_t i = 0; i < m_.steps.size(); ++i) {
       const Step &s = m_.steps[i];
-      if (!s.isCopy) entries_[i] = jit_->entry(s.symbol, s.args.size(), s.vars.size());
+      if (!s.isCopy()) entries_[i] = jit_->entry(s.symbol, s.args.size(), s.vars.size());
     }
   }
 
-  void build(const fs::path &cache, const fs::path &so, const std::string &key, const std::string &entry,
-             const std::vector<std::string> &files) {
-    // a private working directory (mkdtemp: 0700, a fresh name) inside the checked cache directory
-    std::string work = (cache / (key.substr(0, 16) + ".tmp-XXXXXX")).string();
-    if (!mkdtemp(work.data())) fail("cannot create a working directory in the kernel cache '" + cache.string() + "': " + std::strerror(errno));
-    struct RemoveWork {
-      std::string dir;
-      ~RemoveWork() {
-        std::error_code ec;
-        fs::remove_all(dir, ec);
-      }
-    } removeWork{work};
-    fs::path entryC = fs::path(work) / "entry.c", tmpSo = fs::path(work) / "kernels.so", log = fs::path(work) / "cc.log";
-    writeNewFile(entryC.string(), entry);
-    std::vector<std::string> argv{cCompiler()};
-    for (const char *f : kKernelCFlags) argv.push_back(f);
-    argv.push_back("-march=" + m_.cpu);
-    argv.push_back("-o");
-    argv.push_back(tmpSo.string());
-    for (const std::string &f : files) argv.push_back((m_.dir / f).string());
-    argv.push_back(entryC.string());
-    argv.push_back("-lm");
-#if defined(__GLIBC__) && defined(__x86_64__)
-    argv.push_back("-lmvec"); // the vector exp2f/log2f/sinf/powf a kernel's SimdMath declarations call
-#endif
-    std::vector<char *> cargv;
-    for (std::string &a : argv) cargv.push_back(a.data());
-    cargv.push_back(nullptr);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    pid_t pid;
-    int rc = posix_spawnp(&pid, cargv[0], &fa, nullptr, cargv.data(), environ);
-    posix_spawn_file_actions_destroy(&fa);
-    std::error_code ec;
-    if (rc != 0) {
-      fs::remove(entryC, ec);
-      fail("cannot run the C compiler '" + argv[0] + "': " + std::strerror(rc));
-    }
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    fs::remove(entryC, ec);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      std::string msg = fs::exists(log, ec) ? readWhole(log.string(), "compiler log") : "";
-      fs::remove(log, ec);
-      fs::remove(tmpSo, ec);
-      if (msg.size() > 2000) msg = msg.substr(0, 2000) + "...";
-      fail("the C compiler failed on the kernels of '" + m_.dir.string() + "':\n" + msg);
-    }
-    fs::remove(log, ec);
-    // owner-only permissions whatever the umask (a group- or world-writable object would be refused)
-    if (::chmod(tmpSo.c_str(), 0700) != 0) fail("cannot store the compiled kernels: chmod '" + tmpSo.string() + "': " + std::strerror(errno));
-    fs::rename(tmpSo, so, ec);
-    if (ec) fail("cannot store the compiled kernels in '" + so.string() + "': " + ec.message());
-  }
 };
 
 // ---- NVIDIA GPUs through the CUDA driver: target ptx ---------------------------------------------------
@@ -802,7 +213,7 @@ private:
 /// waited for (kernels may read other devices' buffers, through peer access).
 class CudaBackend final : public Backend {
 public:
-  explicit CudaBackend(const Manifest &m) : m_(m) {}
+  CudaBackend(const Manifest &m, const fs::path &dir) : m_(m), dir_(dir) {}
 
   void prepare() override {
     cuda::init();
@@ -817,8 +228,8 @@ public:
       gpuOfDevice_.push_back(it->get());
     }
     for (size_t d = 0; d < m_.devices.size(); ++d) {
-      arenas_.push_back(std::make_unique<cuda::DeviceMemory>(*gpuOfDevice_[d], static_cast<size_t>(m_.arenaBytes[d]),
-                                                             "the arena of " + m_.devices[d]));
+      arenas_.push_back(std::make_unique<cuda::DeviceMemory>(*gpuOfDevice_[d], static_cast<size_t>(m_.devices[d].arenaBytes),
+                                                             "the arena of " + m_.devices[d].name));
       arenas_.back()->zero();
     }
     for (const Param &p : m_.params) {
@@ -838,25 +249,29 @@ public:
     for (size_t i = 0; i < m_.steps.size(); ++i) {
       const Step &s = m_.steps[i];
       whats_.push_back("step " + std::to_string(i) + " (" +
-                       (s.isCopy ? s.label : "kernel " + s.label + ", symbol " + s.symbol + " in " + s.file) + ")");
+                       (s.isCopy() ? s.label() : "kernel " + s.label() + ", symbol " + s.symbol + " in " + s.file) + ")");
     }
     argPtrs_.assign(m_.steps.size(), {});
+    grid_.assign(m_.steps.size(), {});
+    block_.assign(m_.steps.size(), {});
     for (size_t i = 0; i < m_.steps.size(); ++i) {
       const Step &s = m_.steps[i];
-      if (s.isCopy) continue;
-      const cuda::Gpu &gpu = *gpuOfDevice_[s.device];
+      if (s.isCopy()) continue;
+      const cuda::Gpu &gpu = *gpuOfDevice_[s.deviceIndex];
       auto key = std::make_pair(&gpu, s.file);
       auto mod = modules.find(key);
       if (mod == modules.end()) {
         auto src = sources.find(s.file);
-        if (src == sources.end()) src = sources.emplace(s.file, readWhole((m_.dir / s.file).string(), "PTX module")).first;
+        if (src == sources.end()) src = sources.emplace(s.file, readWhole((dir_ / s.file).string(), "PTX module")).first;
         mod = modules.emplace(key, std::make_unique<cuda::Module>(gpu, src->second, s.file)).first;
       }
       functions_[i] = mod->second->function(s.symbol);
+      for (size_t k = 0; k < 3; ++k) // (the reader checked both are given, each in [1, 2^31 - 1])
+        grid_[i][k] = static_cast<uint32_t>((*s.global)[k]), block_[i][k] = static_cast<uint32_t>((*s.local)[k]);
       for (const Ref &r : s.args) {
         const cuda::Gpu &home = *gpuOfDevice_[m_.deviceOf(r)];
         if (&home != &gpu)
-          gpu.enablePeerAccess(home, "step " + std::to_string(i) + " (kernel " + s.label + ") reads " + m_.describe(r));
+          gpu.enablePeerAccess(home, "step " + std::to_string(i) + " (kernel " + s.label() + ") reads " + m_.describe(r));
         argPtrs_[i].push_back(pointer(r));
       }
     }
@@ -878,15 +293,15 @@ public:
     bool checkEach = times == nullptr;
     if (times && starts_.empty())
       for (const Step &s : m_.steps) {
-        starts_.push_back(std::make_unique<cuda::Event>(*gpuOfDevice_[s.device]));
-        ends_.push_back(std::make_unique<cuda::Event>(*gpuOfDevice_[s.device]));
+        starts_.push_back(std::make_unique<cuda::Event>(*gpuOfDevice_[s.deviceIndex]));
+        ends_.push_back(std::make_unique<cuda::Event>(*gpuOfDevice_[s.deviceIndex]));
       }
     std::set<const cuda::Gpu *> busy;
     std::vector<int64_t> vals;
     std::vector<void *> params;
     for (size_t i = 0; i < m_.steps.size(); ++i) {
       const Step &s = m_.steps[i];
-      const cuda::Gpu &gpu = *gpuOfDevice_[s.device];
+      const cuda::Gpu &gpu = *gpuOfDevice_[s.deviceIndex];
       const std::string &what = whats_[i];
       for (auto it = busy.begin(); it != busy.end();)
         if (*it != &gpu) {
@@ -896,7 +311,7 @@ public:
           ++it;
         }
       if (times) starts_[i]->record();
-      if (s.isCopy) {
+      if (s.isCopy()) {
         const cuda::Gpu &from = *gpuOfDevice_[m_.deviceOf(s.src)];
         cuda::copy(gpu, pointer(s.dst), from, pointer(s.src), static_cast<size_t>(s.bytes),
                    "running " + what + ", " + m_.describe(s.src) + " to " + m_.describe(s.dst));
@@ -907,7 +322,7 @@ public:
         params.clear();
         for (cuda::CUdeviceptr &p : argPtrs_[i]) params.push_back(&p);
         for (int64_t &v : vals) params.push_back(&v);
-        cuda::launch(gpu, functions_[i], s.global.data(), s.local.data(), params.data(), what);
+        cuda::launch(gpu, functions_[i], grid_[i].data(), block_[i].data(), params.data(), what);
       }
       if (times) ends_[i]->record();
       busy.insert(&gpu);
@@ -924,6 +339,7 @@ public:
 
 private:
   const Manifest &m_;
+  const fs::path dir_; ///< the manifest's folder: kernel files are relative to it
   // Declared first, destroyed last: everything below belongs to one of these contexts.
   std::vector<std::unique_ptr<cuda::Gpu>> gpus_;
   std::vector<const cuda::Gpu *> gpuOfDevice_; // per manifest device
@@ -932,55 +348,43 @@ private:
   std::vector<std::unique_ptr<cuda::Module>> modules_;
   std::vector<cuda::CUfunction> functions_;              // per step (null for copies)
   std::vector<std::vector<cuda::CUdeviceptr>> argPtrs_;  // per step: its arguments' addresses
+  std::vector<std::array<uint32_t, 3>> grid_, block_;    // per kernel step: its launch
   std::vector<std::unique_ptr<cuda::Event>> starts_, ends_; // per step, for --bench
   std::vector<std::string> whats_;                          // per step, for messages
 
   cuda::CUdeviceptr pointer(const Ref &r) const {
     if (r.isParam) return data_[r.index][r.dev]->ptr();
     const Buffer &b = m_.buffers[r.index];
-    return arenas_[b.devices[r.dev]]->ptr() + static_cast<cuda::CUdeviceptr>(b.offsets[r.dev]);
+    return arenas_[b.deviceIndex[r.dev]]->ptr() + static_cast<cuda::CUdeviceptr>(b.offsets[r.dev]);
   }
 };
 
 } // namespace
 
-std::string cCompiler() {
-  const char *cc = std::getenv("UOPC_CC");
-  return cc && *cc ? cc : "cc";
-}
-
-std::string kernelCacheDir() {
-  if (const char *x = std::getenv("XDG_CACHE_HOME"); x && *x) return (fs::path(x) / "uopc").string();
-  if (const char *h = std::getenv("HOME"); h && *h) return (fs::path(h) / ".cache" / "uopc").string();
-  // no home directory: a per-user directory in the temporary directory (checked like any other)
-  std::error_code ec;
-  fs::path tmp = fs::temp_directory_path(ec);
-  if (ec) tmp = "/tmp";
-  return (tmp / ("uopc-cache-" + std::to_string(::geteuid()))).string();
-}
-
 void checkManifestText(const std::string &text, const std::string &path) {
-  Manifest m;
-  m.parseText(text, path);
-  if (m.target != "ptx") {
-    CpuBackend cpu(m);
+  fs::path dir = fs::path(path).parent_path();
+  Manifest m = manifest::fromJson(text, path);
+  manifest::checkSignatures(m, dir);
+  if (!targetInfo(m.target).gpu) {
+    CpuBackend cpu(m, dir);
     (void)cpu.entrySource();
   }
 }
 
 void runManifest(const ManifestRunRequest &req, std::ostream &out) {
-  Manifest m;
-  m.parse(req.manifestPath);
+  fs::path dir = fs::path(req.manifestPath).parent_path();
+  Manifest m = manifest::readFile(req.manifestPath);
+  manifest::checkSignatures(m, dir);
 
   // check every request against the manifest before compiling anything
   std::vector<int64_t> varValues;
-  auto names = [](const Manifest::Var &v, const std::string &n) {
+  auto names = [](const manifest::Var &v, const std::string &n) {
     return std::find(v.names.begin(), v.names.end(), n) != v.names.end();
   };
   for (const auto &[name, value] : req.vars)
-    if (std::none_of(m.vars.begin(), m.vars.end(), [&](const Manifest::Var &v) { return names(v, name); }))
+    if (std::none_of(m.vars.begin(), m.vars.end(), [&](const manifest::Var &v) { return names(v, name); }))
       fail("--var " + name + ": the manifest has no variable named '" + name + "'");
-  for (const Manifest::Var &v : m.vars) {
+  for (const manifest::Var &v : m.vars) {
     auto it = req.vars.end();
     for (auto j = req.vars.begin(); j != req.vars.end(); ++j) {
       if (!names(v, j->first)) continue;
@@ -995,9 +399,9 @@ void runManifest(const ManifestRunRequest &req, std::ostream &out) {
     varValues.push_back(it->second);
   }
   auto paramFor = [&](int64_t slot, size_t nfiles, const char *flag) -> const Param & {
-    auto it = m.paramOfSlot.find(slot);
-    if (it == m.paramOfSlot.end()) fail(std::string(flag) + " " + std::to_string(slot) + ": the manifest has no buffer slot " + std::to_string(slot));
-    const Param &q = m.params[it->second];
+    const Param *p = m.paramOfSlot(slot);
+    if (!p) fail(std::string(flag) + " " + std::to_string(slot) + ": the manifest has no buffer slot " + std::to_string(slot));
+    const Param &q = *p;
     if (nfiles != q.devices.size())
       fail(std::string(flag) + " " + std::to_string(slot) + ": the slot lives on " + std::to_string(q.devices.size()) +
            " device(s), so it needs that many files, got " + std::to_string(nfiles));
@@ -1010,26 +414,26 @@ void runManifest(const ManifestRunRequest &req, std::ostream &out) {
       inputs[slot].push_back(readWhole(f, "input file", static_cast<uint64_t>(q.bytes)));
       if (static_cast<int64_t>(inputs[slot].back().size()) != q.bytes)
         fail("--input " + std::to_string(slot) + ": '" + f + "' has " + std::to_string(inputs[slot].back().size()) +
-             " bytes, but slot " + std::to_string(slot) + " holds " + std::to_string(q.bytes) + " bytes (" + q.dtype +
+             " bytes, but slot " + std::to_string(slot) + " holds " + std::to_string(q.bytes) + " bytes (" + std::string(dtypeName(q.dtype)) +
              ") per device");
     }
   }
   for (const Param &q : m.params)
-    if ((q.role == "input" || q.role == "inout") && !req.inputFiles.count(q.slot))
-      fail("slot " + std::to_string(q.slot) + " is an " + q.role + " of the function: pass --input " +
+    if (q.role != Role::Output && !req.inputFiles.count(q.slot))
+      fail("slot " + std::to_string(q.slot) + " is an " + std::string(manifest::roleName(q.role)) + " of the function: pass --input " +
            std::to_string(q.slot) + "=FILE" + (q.devices.size() > 1 ? "[,FILE...] (one per device)" : ""));
   for (const auto &[slot, files] : req.outputFiles) paramFor(slot, files.size(), "--output");
 
   std::unique_ptr<Backend> backend;
-  if (m.target == "ptx") backend = std::make_unique<CudaBackend>(m);
-  else backend = std::make_unique<CpuBackend>(m);
+  if (targetInfo(m.target).gpu) backend = std::make_unique<CudaBackend>(m, dir);
+  else backend = std::make_unique<CpuBackend>(m, dir);
   backend->prepare();
   backend->load(inputs);
   backend->run(varValues, nullptr);
   std::vector<unsigned char> host;
   for (const auto &[slot, files] : req.outputFiles) {
-    size_t index = m.paramOfSlot.at(slot);
-    const Param &q = m.params[index];
+    const Param &q = *m.paramOfSlot(slot);
+    size_t index = static_cast<size_t>(&q - m.params.data());
     host.resize(static_cast<size_t>(q.bytes));
     for (size_t d = 0; d < files.size(); ++d) {
       backend->read(index, d, host.data());
@@ -1049,7 +453,7 @@ void runManifest(const ManifestRunRequest &req, std::ostream &out) {
     }
     out << "step  what                                  mean_us\n";
     for (size_t k = 0; k < m.steps.size(); ++k)
-      out << std::left << std::setw(6) << k << std::setw(38) << m.steps[k].label << std::right << std::fixed
+      out << std::left << std::setw(6) << k << std::setw(38) << m.steps[k].label() << std::right << std::fixed
           << std::setprecision(2) << std::setw(10) << times[k] / req.bench * 1e6 << "\n";
     double sum = 0, best = totals.empty() ? 0 : *std::min_element(totals.begin(), totals.end());
     for (double t : totals) sum += t;

@@ -1,13 +1,14 @@
 //===- Runner.h - running a compiled graph (manifest.json) on this machine's CPU or GPUs ===//
 // `uopc-run out/manifest.json ...`: compiles the manifest's C kernels with the system C compiler into one
-// shared object (cached by a content hash of the sources and flags), allocates the buffers (the function's
+// shared object (cached by a content hash of the sources and flags: Runtime/KernelCache.h), allocates the buffers (the function's
 // parameters per device, and one arena per device for the intermediates), loads the inputs, runs the
 // steps in order (a copy is a memcpy between arenas), and writes the outputs. A manifest of target
 // "llvm" names `.ll` modules instead: they are parsed into LLVM's ORC JIT in-process (Targets/LLVMJit.h),
 // with no C compiler and no cache. A manifest of target "ptx" names `.ptx` modules: they run on NVIDIA GPUs
 // through the CUDA driver API, loaded at run time (Runtime/Cuda.h); manifest device i maps to GPU i % count.
-// The manifest, the checks of the request and all file I/O are shared; the CPU and CUDA backends differ only
-// in memory, kernel loading and launches. Errors throw uopc::Error with one clear message.
+// The manifest (read and checked by Runtime/ManifestModel.h), the checks of the request and all file I/O are
+// shared; the CPU and CUDA backends differ only in memory, kernel loading and launches. Errors throw
+// uopc::Error with one clear message.
 #pragma once
 
 #include <cstdint>
@@ -25,24 +26,6 @@ struct ManifestRunRequest {
   std::map<std::string, int64_t> vars;
   int bench = 0; ///< > 0: after the run, run the steps this many more times and print their times
 };
-
-/// The compiler command: $UOPC_CC, else "cc".
-std::string cCompiler();
-/// The flags every kernel is compiled with.
-/// C kernels are built for the CPU the manifest names (`uopc --cpu`, default native: -march=native), at
-/// -O3, without errno for math functions (so sqrtf and friends inline) and without trapping math (so
-/// `a < b ? b : a` becomes maxps instead of a branch: only floating-point exception flags differ), with
-/// floating-point contraction left off (-std=c11): the same rounding as the LLVM target.
-/// -fopenmp-simd with UOPC_OMP_SIMD turns a kernel's UOPC_SIMD_SUM marks into `omp simd reduction` loops
-/// (float sums in partial sums: Targets/Reductions.h); no OpenMP runtime is involved.
-inline constexpr const char *kKernelCFlags[] = {"-O3",          "-std=c11",           "-shared",      "-fPIC",
-                                                "-fno-math-errno", "-fno-trapping-math", "-fopenmp-simd",
-                                                "-DUOPC_OMP_SIMD"};
-/// The cache directory of compiled kernels: $XDG_CACHE_HOME/uopc, else $HOME/.cache/uopc, else (no home)
-/// the per-user $TMPDIR/uopc-cache-<uid> (TMPDIR defaulting to /tmp). Before use it is created
-/// 0700 when missing and refused unless it is this user's directory, writable by no one else; a cached
-/// object is loaded only when it is this user's regular file, writable by no one else.
-std::string kernelCacheDir();
 
 /// Parses and checks a manifest's text as runManifest does before it compiles anything (the kernel files'
 /// signatures are read relative to `path`'s folder) and plans the CPU entry points; runs nothing. Throws

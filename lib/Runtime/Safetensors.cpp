@@ -2,6 +2,7 @@
 #include "Runtime/Safetensors.h"
 
 #include "IR/Error.h"
+#include "Runtime/ManifestModel.h"
 
 #include <nlohmann/json.hpp>
 
@@ -122,27 +123,16 @@ void writeFile(const std::string &path, const std::map<std::string, Tensor> &ten
 }
 
 std::vector<ParamBinding> manifestParams(const std::string &manifestPath) {
-  Json m;
-  try {
-    m = Json::parse(readWhole(manifestPath));
-  } catch (const Json::exception &e) {
-    fail(manifestPath + ": not JSON: " + e.what());
-  }
-  if (!m.is_object() || !m.contains("params") || !m["params"].is_array()) fail(manifestPath + ": no params list");
   std::vector<ParamBinding> out;
-  for (const Json &p : m["params"]) {
+  for (const manifest::Param &p : manifest::readFile(manifestPath).params) {
     ParamBinding b;
-    try {
-      b.slot = p.at("slot").get<int64_t>();
-      b.dtype = p.at("dtype").get<std::string>();
-      b.role = p.at("role").get<std::string>();
-      b.numel = p.at("numel").get<int64_t>();
-      b.bytes = p.at("bytes").get<int64_t>();
-      b.devices = p.at("devices").size();
-      b.name = p.contains("name") ? p["name"].get<std::string>() : "slot" + std::to_string(b.slot);
-    } catch (const Json::exception &e) {
-      fail(manifestPath + ": a malformed parameter: " + e.what());
-    }
+    b.slot = p.slot;
+    b.dtype = std::string(dtypeName(p.dtype));
+    b.role = std::string(manifest::roleName(p.role));
+    b.numel = p.numel;
+    b.bytes = p.bytes;
+    b.devices = p.devices.size();
+    b.name = p.name.value_or("slot" + std::to_string(p.slot));
     out.push_back(std::move(b));
   }
   return out;

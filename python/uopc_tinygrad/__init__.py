@@ -22,6 +22,9 @@ copy); a one-device tensor is NAME. uopc-run --inputs/--outputs FILE.safetensors
 
 Every input tensor is realized into a buffer of its own first (a tensor tinygrad would fold to a constant,
 zeros or an arange, becomes real data), so that it is an input of the graph and can be given new values.
+A parameter that is a view of a buffer (a slice tinygrad binds without copying, such as a realized
+`t[1:3].contiguous()` captured by fn) is stored with its own elements, in order. Not supported (a clear
+error): outputs of symbolic shape, and views on several devices.
 """
 import base64
 import dataclasses
@@ -101,6 +104,16 @@ def _device_bytes(buf_uop):
     b = buf_uop.buffer
     bufs = b.bufs if hasattr(b, "bufs") else [b]
     return [bytes(x.as_memoryview()) for x in bufs]
+
+
+def _view_bytes(r):
+    """The elements of a parameter that is a view of a realized buffer (tinygrad binds a contiguous slice of
+    a buffer, e.g. a realized `base[1:3].contiguous()`, without copying it), in order: what the kernels read
+    as that parameter, one entry for its one device. None for a view on several devices."""
+    _, Tensor, _, _, _ = _tg()
+    if isinstance(r.device, tuple):
+        return None
+    return [bytes(Tensor(r).contiguous().realize().data())]
 
 
 def _materialize(t):
@@ -273,12 +286,13 @@ def export(fn, *args, out, model=None):
             names[i] = var.arg.name
             variables.append({"name": var.arg.name, "slot": i, "value": value, "min": lo, "max": hi})
             continue
-        if r.op is not Ops.BUFFER:
-            raise RuntimeError(f"uopc_tinygrad.export: parameter {i} is a {r.op.name} of a buffer (a view); "
-                               "make the tensor contiguous before calling fn")
+        # a view of a buffer (a slice tinygrad binds without copying): its own elements are the input
+        data = _device_bytes(r) if r.op is Ops.BUFFER else _view_bytes(r)
+        if data is None:
+            raise RuntimeError(f"uopc_tinygrad.export: parameter {i} is a {r.op.name} of a buffer on several devices "
+                               "(a view); make the tensor contiguous on each device before calling fn")
         name = named.get(r, f"buffer{i}")
         names[i] = name
-        data = _device_bytes(r)
         devs = list(r.device) if isinstance(r.device, tuple) else [r.device]
         dt = table[r.dtype.base if hasattr(r.dtype, "base") else r.dtype]
         per_device = len(data[0]) // max(1, r.dtype.itemsize) if data else 0

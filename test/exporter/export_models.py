@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """End to end from tinygrad programs: five models exported with uopc_tinygrad (an MLP, a CNN with batchnorm
-and pooling, a GPT block, a model sharded over two devices, a model with a symbolic size), compiled by uopc
+and pooling, a GPT block, a model sharded over two devices, a model with a symbolic size) and a function
+reading a view (a slice tinygrad binds without copying its buffer), compiled by uopc
 for C and LLVM, run by uopc-run through safetensors (--inputs/--outputs) and compared with tinygrad's own
 outputs (floats within rtol 1e-4, atol 1e-5).
 
@@ -83,6 +84,9 @@ def models():
     yield "sharded_2dev", sh, sh, (Tensor.randn(4, 6).shard(DEVS, axis=0),), {}
     n = Variable("n", 1, 8).bind(5)
     yield "symbolic_size", (lambda x: symbolic_fn(x, n)), None, (Tensor.randn(8, 3),), {"n": 5}
+    # rows 1-2 of a realized buffer: tinygrad passes the slice itself (a SHRINK of the buffer) as a parameter
+    w = Tensor.randn(4, 5).realize()[1:3].contiguous().realize()
+    yield "view_input", (lambda x: x * w + 1), None, (Tensor.randn(2, 5),), {}
 
 
 def floats(b, code):

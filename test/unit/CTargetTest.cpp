@@ -171,7 +171,7 @@ Graph kernelGraph(const fs::path &graphFile, const std::string &pipeline = kKern
   Graph g = readGraphFile(graphFile.string());
   std::ostringstream out, err;
   runPipeline(g, parsePipeline(pipeline), {}, out, err);
-  linearizeForRendering(g, TargetInfo{});
+  linearizeForRendering(g, PassTarget{});
   return g;
 }
 
@@ -300,7 +300,7 @@ std::pair<std::string, std::string> bothWays(KernelBuilder &kb, const UOp *call,
   bufs.insert(bufs.end(), inputs.begin(), inputs.end());
   std::vector<uint64_t> args;
   for (auto &b : bufs) args.push_back(reinterpret_cast<uint64_t>(b.data()));
-  callKernel(loadKernel(emitCKernel(kb.c, linearizeKernelCall(kb.c, call, TargetInfo{}), 0, "k0"), compiler), args);
+  callKernel(loadKernel(emitCKernel(kb.c, linearizeKernelCall(kb.c, call, PassTarget{}), 0, "k0"), compiler), args);
   return {ref.at(0)[0], bufs[0]};
 }
 

@@ -36,7 +36,7 @@ int main(int argc, char **argv) {
     Graph g = readGraphFile(graph);
     std::ostringstream out, err;
     runPipeline(g, parsePipeline(pipeline), {}, out, err);
-    linearizeForRendering(g, TargetInfo::forTarget("c"));
+    linearizeForRendering(g, PassTarget::forTarget("c"));
     int n = 0;
     for (const UOp *u : toposort(g.root)) {
       if (u->op != Op::CALL) continue;

@@ -46,7 +46,7 @@ int main(int argc, char **argv) {
     Graph g = readGraphFile(graph);
     std::ostringstream out, err;
     runPipeline(g, parsePipeline(pipeline), {}, out, err);
-    linearizeForRendering(g, TargetInfo::forTarget(options.mapping == LLVMEmitOptions::Mapping::PTX ? "ptx" : "llvm",
+    linearizeForRendering(g, PassTarget::forTarget(options.mapping == LLVMEmitOptions::Mapping::PTX ? "ptx" : "llvm",
                                                     options.mapping == LLVMEmitOptions::Mapping::GridOnHost));
     int n = 0;
     for (const UOp *u : toposort(g.root)) {

@@ -1,0 +1,206 @@
+//===- KernelCache.cpp - C kernels compiled once into a per-user cache of shared objects ===//
+#include "Runtime/KernelCache.h"
+
+#include "IR/Error.h"
+#include "Runtime/ManifestModel.h"
+#include "Runtime/Sha256.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+namespace uopc {
+
+namespace {
+
+std::string readWhole(const std::string &path, const std::string &what) { return manifest::readBounded(path, what); }
+
+/// Creates `path` (which must not exist: O_EXCL, and O_NOFOLLOW so no planted link is followed), mode 0600.
+void writeNewFile(const std::string &path, std::string_view bytes) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) fail("cannot create '" + path + "': " + std::strerror(errno));
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      ::close(fd);
+      fail("error while writing '" + path + "': " + std::strerror(errno));
+    }
+    done += static_cast<size_t>(w);
+  }
+  if (::close(fd) != 0) fail("error while writing '" + path + "': " + std::strerror(errno));
+}
+
+/// The kernel cache directory, created 0700 when missing, and checked before use: a real directory (not a
+/// symbolic link), owned by this user, writable by no one else. Anything else is refused: a shared or
+/// planted directory could hold objects someone else wrote.
+fs::path openKernelCache() {
+  fs::path dir = kernelCacheDir();
+  std::error_code ec;
+  if (dir.has_parent_path() && !fs::exists(dir.parent_path(), ec)) {
+    // the cache's parent ($XDG_CACHE_HOME or ~/.cache): owner-only, as XDG asks, when uopc-run creates it
+    fs::create_directories(dir.parent_path(), ec);
+    if (ec) fail("cannot create the kernel cache '" + dir.string() + "': " + ec.message());
+    ::chmod(dir.parent_path().c_str(), 0700);
+  }
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+    fail("cannot create the kernel cache '" + dir.string() + "': " + std::strerror(errno));
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0) fail("cannot use the kernel cache '" + dir.string() + "': " + std::strerror(errno));
+  if (S_ISLNK(st.st_mode)) fail("refusing the kernel cache '" + dir.string() + "': it is a symbolic link");
+  if (!S_ISDIR(st.st_mode)) fail("refusing the kernel cache '" + dir.string() + "': it is not a directory");
+  if (st.st_uid != ::geteuid())
+    fail("refusing the kernel cache '" + dir.string() + "': it is owned by uid " + std::to_string(st.st_uid) +
+         ", not by this user (uid " + std::to_string(::geteuid()) + ")");
+  if (st.st_mode & (S_IWGRP | S_IWOTH))
+    fail("refusing the kernel cache '" + dir.string() + "': it is writable by others (mode " +
+         [&] {
+           char b[8];
+           std::snprintf(b, sizeof b, "%04o", unsigned(st.st_mode & 07777));
+           return std::string(b);
+         }() +
+         ")");
+  return dir;
+}
+
+/// False when `so` is not in the cache; true when it is a regular file of this user that no one else can
+/// write. Anything else there (a link, another user's file, a group- or world-writable one) is refused:
+/// loading it would run code uopc-run did not build.
+bool trustedCachedObject(const fs::path &so) {
+  struct stat st {};
+  if (::lstat(so.c_str(), &st) != 0) {
+    if (errno == ENOENT) return false;
+    fail("cannot use the cached kernels '" + so.string() + "': " + std::strerror(errno));
+  }
+  if (!S_ISREG(st.st_mode)) fail("refusing the cached kernels '" + so.string() + "': not a regular file");
+  if (st.st_uid != ::geteuid())
+    fail("refusing the cached kernels '" + so.string() + "': owned by uid " + std::to_string(st.st_uid) +
+         ", not by this user (uid " + std::to_string(::geteuid()) + ")");
+  if (st.st_mode & (S_IWGRP | S_IWOTH))
+    fail("refusing the cached kernels '" + so.string() + "': writable by others");
+  return true;
+}
+
+/// SHA-256 of the parts, each prefixed by its length (no two part lists hash alike): the cache key of a
+/// compiled kernel set, a cryptographic hash so that no crafted kernel set collides with another's object.
+struct Hasher {
+  Sha256 sha;
+  void add(std::string_view s) {
+    uint64_t n = s.size();
+    unsigned char len[8];
+    for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>(n >> (8 * i));
+    sha.update(len, sizeof len);
+    sha.update(s);
+  }
+  std::string hex() { return sha.hexFinal(); }
+};
+
+/// Compiles `files` (relative to `dir`) and `entry` for `cpu` into `so` inside the checked `cache`.
+void build(const fs::path &cache, const fs::path &so, const std::string &key, const fs::path &dir,
+           const std::vector<std::string> &files, const std::string &entry, const std::string &cpu) {
+  // a private working directory (mkdtemp: 0700, a fresh name) inside the checked cache directory
+  std::string work = (cache / (key.substr(0, 16) + ".tmp-XXXXXX")).string();
+  if (!mkdtemp(work.data())) fail("cannot create a working directory in the kernel cache '" + cache.string() + "': " + std::strerror(errno));
+  struct RemoveWork {
+    std::string dir;
+    ~RemoveWork() {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    }
+  } removeWork{work};
+  fs::path entryC = fs::path(work) / "entry.c", tmpSo = fs::path(work) / "kernels.so", log = fs::path(work) / "cc.log";
+  writeNewFile(entryC.string(), entry);
+  std::vector<std::string> argv{cCompiler()};
+  for (const char *f : kKernelCFlags) argv.push_back(f);
+  argv.push_back("-march=" + cpu);
+  argv.push_back("-o");
+  argv.push_back(tmpSo.string());
+  for (const std::string &f : files) argv.push_back((dir / f).string());
+  argv.push_back(entryC.string());
+  argv.push_back("-lm");
+#if defined(__GLIBC__) && defined(__x86_64__)
+  argv.push_back("-lmvec"); // the vector exp2f/log2f/sinf/powf a kernel's SimdMath declarations call
+#endif
+  std::vector<char *> cargv;
+  for (std::string &a : argv) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  pid_t pid;
+  int rc = posix_spawnp(&pid, cargv[0], &fa, nullptr, cargv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  std::error_code ec;
+  if (rc != 0) {
+    fs::remove(entryC, ec);
+    fail("cannot run the C compiler '" + argv[0] + "': " + std::strerror(rc));
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  fs::remove(entryC, ec);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::string msg = fs::exists(log, ec) ? readWhole(log.string(), "compiler log") : "";
+    fs::remove(log, ec);
+    fs::remove(tmpSo, ec);
+    if (msg.size() > 2000) msg = msg.substr(0, 2000) + "...";
+    fail("the C compiler failed on the kernels of '" + dir.string() + "':\n" + msg);
+  }
+  fs::remove(log, ec);
+  // owner-only permissions whatever the umask (a group- or world-writable object would be refused)
+  if (::chmod(tmpSo.c_str(), 0700) != 0) fail("cannot store the compiled kernels: chmod '" + tmpSo.string() + "': " + std::strerror(errno));
+  fs::rename(tmpSo, so, ec);
+  if (ec) fail("cannot store the compiled kernels in '" + so.string() + "': " + ec.message());
+}
+
+} // namespace
+
+std::string cCompiler() {
+  const char *cc = std::getenv("UOPC_CC");
+  return cc && *cc ? cc : "cc";
+}
+
+std::string kernelCacheDir() {
+  if (const char *x = std::getenv("XDG_CACHE_HOME"); x && *x) return (fs::path(x) / "uopc").string();
+  if (const char *h = std::getenv("HOME"); h && *h) return (fs::path(h) / ".cache" / "uopc").string();
+  // no home directory: a per-user directory in the temporary directory (checked like any other)
+  std::error_code ec;
+  fs::path tmp = fs::temp_directory_path(ec);
+  if (ec) tmp = "/tmp";
+  return (tmp / ("uopc-cache-" + std::to_string(::geteuid()))).string();
+}
+
+fs::path cachedKernelObject(const fs::path &dir, const std::vector<std::string> &files, const std::string &entry,
+                            const std::string &cpu) {
+  Hasher h;
+  h.add("uopc-run kernels v1");
+  h.add(cCompiler());
+  for (const char *f : kKernelCFlags) h.add(f);
+  h.add("-march=" + cpu);
+  h.add(entry);
+  for (const std::string &f : files) {
+    h.add(f);
+    h.add(readWhole((dir / f).string(), "kernel source"));
+  }
+  fs::path cache = openKernelCache();
+  std::string key = h.hex();
+  fs::path so = cache / (key + ".so");
+  if (!trustedCachedObject(so)) {
+    build(cache, so, key, dir, files, entry, cpu);
+    if (!trustedCachedObject(so)) fail("the compiled kernels vanished from the cache '" + so.string() + "'");
+  }
+  return so;
+}
+
+} // namespace uopc

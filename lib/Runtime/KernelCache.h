@@ -1,0 +1,39 @@
+//===- KernelCache.h - C kernels compiled once into a per-user cache of shared objects ===//
+// uopc-run builds a C manifest's kernel files, with a generated file of entry points, into one shared
+// object with the system C compiler, and keeps it under a SHA-256 content hash of the compiler, flags, entry
+// points and every file's name and contents. The cache is refused unless it is this user's own directory,
+// writable by no one else, and so is every cached object; a build happens in a private mkdtemp directory
+// inside it (files opened O_EXCL|O_NOFOLLOW) and is renamed into place.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace uopc {
+namespace fs = std::filesystem;
+
+/// The compiler command: $UOPC_CC, else "cc".
+std::string cCompiler();
+/// The flags every kernel is compiled with.
+/// C kernels are built for the CPU the manifest names (`uopc --cpu`, default native: -march=native), at
+/// -O3, without errno for math functions (so sqrtf and friends inline) and without trapping math (so
+/// `a < b ? b : a` becomes maxps instead of a branch: only floating-point exception flags differ), with
+/// floating-point contraction left off (-std=c11): the same rounding as the LLVM target.
+/// -fopenmp-simd with UOPC_OMP_SIMD turns a kernel's UOPC_SIMD_SUM marks into `omp simd reduction` loops
+/// (float sums in partial sums: Targets/Reductions.h); no OpenMP runtime is involved.
+inline constexpr const char *kKernelCFlags[] = {"-O3",          "-std=c11",           "-shared",      "-fPIC",
+                                                "-fno-math-errno", "-fno-trapping-math", "-fopenmp-simd",
+                                                "-DUOPC_OMP_SIMD"};
+/// The cache directory of compiled kernels: $XDG_CACHE_HOME/uopc, else $HOME/.cache/uopc, else (no home)
+/// the per-user $TMPDIR/uopc-cache-<uid> (TMPDIR defaulting to /tmp). Before use it is created
+/// 0700 when missing and refused unless it is this user's directory, writable by no one else; a cached
+/// object is loaded only when it is this user's regular file, writable by no one else.
+std::string kernelCacheDir();
+
+/// The shared object of `files` (relative to `dir`) and `entry` (C source) built for `cpu`: the cached one,
+/// else built into the cache first. Throws Error (a compiler failure shows its log).
+fs::path cachedKernelObject(const fs::path &dir, const std::vector<std::string> &files, const std::string &entry,
+                            const std::string &cpu);
+
+} // namespace uopc

@@ -1,0 +1,653 @@
+//===- ManifestModel.cpp - manifest.json to and from the model, with every check of a read ===//
+#include "Runtime/ManifestModel.h"
+
+#include "IR/Error.h"
+#include "Targets/Targets.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <climits>
+#include <cstring>
+#include <map>
+#include <sstream>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace uopc::manifest {
+namespace fs = std::filesystem;
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+constexpr std::array<std::string_view, 3> kRoleNames = {"input", "output", "inout"};
+
+bool isIdentifier(const std::string &s) {
+  if (s.empty() || s.size() > 200 || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
+/// A CPU name that is safe as a compiler flag's value (the driver's --cpu check, Driver.cpp).
+bool isCpuName(const std::string &cpu) {
+  bool ok = !cpu.empty() && cpu.size() <= 64 && cpu[0] != '-';
+  for (char ch : cpu) ok &= std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.';
+  return ok;
+}
+
+// ---- writing -----------------------------------------------------------------------------------------
+
+Json refJson(const Ref &r) {
+  Json j;
+  j[r.isParam ? "param" : "buffer"] = r.id;
+  j["dev"] = r.dev;
+  return j;
+}
+
+Json estimateJson(const Estimate &e) {
+  if (const int64_t *v = std::get_if<int64_t>(&e)) return *v;
+  return std::get<std::string>(e);
+}
+
+Json keptJson(const Kept &k) {
+  if (!k.known) return "unknown";
+  Json runs = Json::array();
+  for (const KeptRun &r : k.runs)
+    runs.push_back({{"start", r.start}, {"length", r.length}, {"stride", r.stride}, {"count", r.count}});
+  return Json{{"elements", k.elements}, {"runs", runs}};
+}
+
+// ---- reading: field access with clear messages -------------------------------------------------------
+
+const Json &field(const Json &j, const char *key, const std::string &where) {
+  if (!j.is_object() || !j.contains(key)) fail("manifest: " + where + " has no '" + key + "'");
+  return j.at(key);
+}
+int64_t asInt(const Json &v, const std::string &what, int64_t lo = INT64_MIN) {
+  if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX)))
+    fail("manifest: " + what + " is not an integer");
+  int64_t x = v.get<int64_t>();
+  if (x < lo) fail("manifest: " + what + " is " + std::to_string(x) + ", below " + std::to_string(lo));
+  return x;
+}
+int64_t intField(const Json &j, const char *key, const std::string &where, int64_t lo = INT64_MIN) {
+  return asInt(field(j, key, where), where + "." + key, lo);
+}
+std::string strField(const Json &j, const char *key, const std::string &where) {
+  const Json &v = field(j, key, where);
+  if (!v.is_string()) fail("manifest: " + where + "." + key + " is not a string");
+  return v.get<std::string>();
+}
+const Json &arrField(const Json &j, const char *key, const std::string &where) {
+  const Json &v = field(j, key, where);
+  if (!v.is_array()) fail("manifest: " + where + "." + key + " is not an array");
+  return v;
+}
+/// An optional field: null when absent.
+const Json *optField(const Json &j, const char *key) { return j.contains(key) ? &j.at(key) : nullptr; }
+
+/// dtype and bytes of a buffer: bytes must be numel elements of dtype (a manifest that says otherwise would
+/// let a kernel run past its allocation).
+DType checkedDtype(const std::string &dtype, int64_t numel, int64_t bytes, const std::string &where) {
+  auto dt = dtypeFromName(dtype);
+  if (!dt || dtypeSize(*dt) == 0) fail("manifest: " + where + " has unknown dtype '" + dtype + "'");
+  if (numel > INT64_MAX / static_cast<int64_t>(dtypeSize(*dt)) || numel * static_cast<int64_t>(dtypeSize(*dt)) != bytes)
+    fail("manifest: " + where + " says " + std::to_string(bytes) + " bytes for " + std::to_string(numel) + " " + dtype +
+         " elements");
+  return *dt;
+}
+
+/// "global"/"local" of a kernel step: three integers in [1, 2^31 - 1].
+std::array<int64_t, 3> launchDims(const Json &s, const char *key, const std::string &where) {
+  const Json &v = arrField(s, key, where);
+  if (v.size() != 3) fail("manifest: " + where + "." + key + " must hold 3 integers, it holds " + std::to_string(v.size()));
+  std::array<int64_t, 3> d{};
+  for (size_t i = 0; i < 3; ++i) {
+    std::string at = where + "." + key + "[" + std::to_string(i) + "]";
+    if (!v[i].is_number_integer()) fail("manifest: " + at + " is not an integer");
+    int64_t x = v[i].get<int64_t>();
+    if (x < 1 || x > INT32_MAX) fail("manifest: " + at + " is " + std::to_string(x) + ", not in [1, 2147483647]");
+    d[i] = x;
+  }
+  return d;
+}
+
+Estimates readEstimates(const Json &e, const std::string &where) {
+  auto one = [&](const char *key) -> Estimate {
+    const Json &v = field(e, key, where);
+    if (v.is_string()) return v.get<std::string>();
+    return asInt(v, where + "." + key, 0);
+  };
+  return {one("ops"), one("loads"), one("load_bytes"), one("stores"), one("store_bytes")};
+}
+
+/// Parameter `p`'s "keeps": per device, {"elements", "runs": [{start, length, stride, count}...]} or
+/// "unknown"; every run inside the parameter's elements.
+std::vector<Kept> readKept(const Json &v, const Param &p, const std::string &where) {
+  if (!v.is_array() || v.size() != p.devices.size())
+    fail("manifest: " + where + ".keeps must hold one entry per device of the parameter");
+  std::vector<Kept> out;
+  for (const Json &e : v) {
+    Kept k;
+    if (e.is_string() && e.get<std::string>() == "unknown") {
+      out.push_back(k);
+      continue;
+    }
+    k.known = true;
+    k.elements = intField(e, "elements", where + ".keeps", 0);
+    int64_t total = 0, end = 0;
+    for (const Json &r : arrField(e, "runs", where + ".keeps")) {
+      std::string at = where + ".keeps.runs";
+      KeptRun run{intField(r, "start", at, 0), intField(r, "length", at, 1), intField(r, "stride", at, 0),
+                  intField(r, "count", at, 1)};
+      // the last element, start + (count-1)*stride + length - 1, below numel, computed without overflow;
+      // runs in increasing order and disjoint (stride >= length when count > 1)
+      bool ok = run.start >= end && (run.count == 1 || run.stride >= run.length) && run.length <= p.numel &&
+                run.start <= p.numel - run.length &&
+                (run.count == 1 || (run.stride > 0 && run.count - 1 <= (p.numel - run.length - run.start) / run.stride));
+      if (!ok) fail("manifest: " + where + ".keeps has a run outside the parameter's " + std::to_string(p.numel) + " elements or out of order");
+      end = run.start + (run.count - 1) * run.stride + run.length;
+      total += run.length * run.count; // <= numel: the runs are disjoint and inside it
+      k.runs.push_back(run);
+    }
+    if (total != k.elements) fail("manifest: " + where + ".keeps says " + std::to_string(k.elements) + " elements, its runs hold " + std::to_string(total));
+    out.push_back(std::move(k));
+  }
+  return out;
+}
+
+/// The reader: the JSON document, checked field by field into `m`.
+struct Reader {
+  const std::string &path;
+  Manifest m;
+
+  size_t deviceIndex(const std::string &name, const std::string &where) const {
+    auto it = std::find_if(m.devices.begin(), m.devices.end(), [&](const Device &d) { return d.name == name; });
+    if (it == m.devices.end()) fail("manifest: " + where + " names unknown device '" + name + "'");
+    return static_cast<size_t>(it - m.devices.begin());
+  }
+
+  /// A list of device names, each known: their indices.
+  std::vector<size_t> deviceList(const Json &j, const std::string &where, std::vector<std::string> &names) const {
+    std::vector<size_t> idx;
+    for (const Json &d : arrField(j, "devices", where)) {
+      if (!d.is_string()) fail("manifest: " + where + ".devices holds a non-string");
+      idx.push_back(deviceIndex(d.get<std::string>(), where));
+      names.push_back(d.get<std::string>());
+    }
+    return idx;
+  }
+
+  Ref ref(const Json &j, const std::string &where) const {
+    Ref r{};
+    if (j.is_object() && j.contains("param")) {
+      r.isParam = true;
+      r.id = intField(j, "param", where);
+      auto it = m.paramIndex.find(r.id);
+      if (it == m.paramIndex.end()) fail("manifest: " + where + " names unknown param slot " + std::to_string(r.id));
+      r.index = it->second;
+    } else {
+      r.id = intField(j, "buffer", where, 0);
+      if (static_cast<size_t>(r.id) >= m.buffers.size()) fail("manifest: " + where + " names unknown buffer " + std::to_string(r.id));
+      r.index = static_cast<size_t>(r.id);
+    }
+    int64_t d = intField(j, "dev", where, 0);
+    size_t nd = r.isParam ? m.params[r.index].devices.size() : m.buffers[r.index].devices.size();
+    if (static_cast<size_t>(d) >= nd) fail("manifest: " + where + ".dev " + std::to_string(d) + " is out of range");
+    r.dev = static_cast<size_t>(d);
+    return r;
+  }
+
+  void header(const Json &j) {
+    // (value() would throw nlohmann's type_error for a field of another type: compare the JSON values)
+    if (!j.is_object() || !j.contains("format") || j["format"] != Json("uopc-manifest"))
+      fail("'" + path + "' is not a uopc manifest");
+    if (!j.contains("version") || j["version"] != Json(kVersion))
+      fail("manifest '" + path + "': unsupported version (this uopc-run reads version " + std::to_string(kVersion) + ")");
+    std::string target = strField(j, "target", "manifest");
+    // the CPU the kernels are built for (uopc --cpu; manifests before it: this machine's)
+    if (j.contains("cpu")) {
+      m.cpu = strField(j, "cpu", "manifest");
+      if (!isCpuName(*m.cpu)) fail("manifest '" + path + "': cpu '" + *m.cpu + "' is not a CPU name (letters, digits, '-', '_', '.')");
+    }
+    const TargetInfo *t = findTarget(target);
+    if (!t) fail("manifest '" + path + "': target '" + target + "' cannot run here (only " + targetNameList() + " are supported)");
+    m.target = t->id;
+  }
+
+  void devices(const Json &j) {
+    for (const Json &d : arrField(j, "devices", "manifest")) {
+      Device dev;
+      dev.name = strField(d, "name", "device");
+      if (d.contains("dir")) dev.dir = strField(d, "dir", "device " + dev.name);
+      dev.arenaBytes = intField(d, "arena_bytes", "device " + dev.name, 0);
+      m.devices.push_back(std::move(dev));
+    }
+  }
+
+  void params(const Json &j) {
+    for (const Json &p : arrField(j, "params", "manifest")) {
+      Param q;
+      q.slot = intField(p, "slot", "param", 0);
+      std::string where = "param " + std::to_string(q.slot);
+      std::string dtype = strField(p, "dtype", where), role = strField(p, "role", where);
+      auto r = std::find(kRoleNames.begin(), kRoleNames.end(), role);
+      if (r == kRoleNames.end()) fail("manifest: " + where + ".role is '" + role + "', not input, output or inout");
+      q.role = static_cast<Role>(r - kRoleNames.begin());
+      q.bytes = intField(p, "bytes", where, 0);
+      q.numel = intField(p, "numel", where, 0);
+      q.dtype = checkedDtype(dtype, q.numel, q.bytes, where);
+      q.deviceIndex = deviceList(p, where, q.devices);
+      if (q.devices.empty()) fail("manifest: " + where + " lives on no device");
+      if (p.contains("name")) q.name = strField(p, "name", where);
+      if (const Json *k = optField(p, "keeps")) {
+        if (q.role == Role::Input) fail("manifest: " + where + " is an input: it keeps everything, it has no 'keeps'");
+        q.kept = readKept(*k, q, where);
+      }
+      if (!m.paramIndex.emplace(q.slot, m.params.size()).second) fail("manifest: slot " + std::to_string(q.slot) + " listed twice");
+      m.params.push_back(std::move(q));
+    }
+  }
+
+  void buffers(const Json &j) {
+    for (const Json &b : arrField(j, "buffers", "manifest")) {
+      Buffer q;
+      std::string where = "buffer " + std::to_string(m.buffers.size());
+      if (const Json *id = optField(b, "id"); id && asInt(*id, where + ".id") != static_cast<int64_t>(m.buffers.size()))
+        fail("manifest: " + where + " has id " + id->dump() + ": a buffer's id is its position in the list");
+      if (b.contains("slot")) q.slot = intField(b, "slot", where);
+      std::string dtype = strField(b, "dtype", where);
+      q.bytes = intField(b, "bytes", where, 0);
+      q.numel = intField(b, "numel", where, 0);
+      q.dtype = checkedDtype(dtype, q.numel, q.bytes, where);
+      if (const Json *s = optField(b, "symbolic_size")) {
+        if (*s != Json(true)) fail("manifest: " + where + ".symbolic_size must be true when given");
+        q.symbolicSize = true;
+      }
+      q.deviceIndex = deviceList(b, where, q.devices);
+      for (const Json &o : arrField(b, "offsets", where)) {
+        if (!o.is_number_integer() || o.get<int64_t>() < 0) fail("manifest: " + where + ".offsets holds a bad offset");
+        q.offsets.push_back(o.get<int64_t>());
+      }
+      if (q.offsets.size() != q.devices.size()) fail("manifest: " + where + " needs one offset per device");
+      for (size_t d = 0; d < q.devices.size(); ++d) { // (offsets and bytes are >= 0: no sum that could overflow)
+        int64_t arena = m.devices[q.deviceIndex[d]].arenaBytes;
+        if (q.bytes > arena || q.offsets[d] > arena - q.bytes)
+          fail("manifest: " + where + " does not fit the arena of " + q.devices[d]);
+      }
+      if (const Json *l = optField(b, "lifetimes")) {
+        if (!l->is_array()) fail("manifest: " + where + ".lifetimes is not an array");
+        for (const Json &p : *l) {
+          if (!p.is_array() || p.size() != 2) fail("manifest: " + where + ".lifetimes holds a non-pair");
+          q.lifetimes.push_back({asInt(p[0], where + ".lifetimes"), asInt(p[1], where + ".lifetimes")});
+        }
+      }
+      m.buffers.push_back(std::move(q));
+    }
+  }
+
+  void vars(const Json &j) {
+    for (const Json &v : arrField(j, "vars", "manifest")) {
+      std::string name = strField(v, "name", "var");
+      if (!isIdentifier(name)) fail("manifest: variable name '" + name + "' is not an identifier");
+      if (std::any_of(m.vars.begin(), m.vars.end(), [&](const Var &x) { return x.name == name; }))
+        fail("manifest: variable '" + name + "' is declared twice");
+      Var var{name, -1, intField(v, "min", "var " + name), intField(v, "max", "var " + name), {name}};
+      if (v.contains("slot")) var.slot = intField(v, "slot", "var " + name);
+      if (var.min > var.max) fail("manifest: variable '" + name + "' has an empty range");
+      if (v.contains("names")) { // tinygrad 0.14.0's p<slot> beside the user's name
+        const Json &ns = v["names"];
+        if (!ns.is_array()) fail("manifest: variable '" + name + "': names must be a list of strings");
+        for (const Json &a : ns) {
+          if (!a.is_string() || !isIdentifier(a.get<std::string>()))
+            fail("manifest: variable '" + name + "': names must be a list of identifiers");
+          std::string alias = a.get<std::string>();
+          auto named = [&](const Var &x) { return std::find(x.names.begin(), x.names.end(), alias) != x.names.end(); };
+          if (std::any_of(m.vars.begin(), m.vars.end(), named) || (alias != name && named(var)))
+            fail("manifest: variable name '" + alias + "' is declared twice");
+          if (alias != name) var.names.push_back(alias);
+        }
+      }
+      m.vars.push_back(std::move(var));
+    }
+  }
+
+  void steps(const Json &j) {
+    bool gpu = targetInfo(m.target).gpu;
+    std::map<std::string, std::string> symbolFiles; // a symbol may serve several steps, from one file
+    for (const Json &s : arrField(j, "steps", "manifest")) {
+      Step st;
+      std::string where = "step " + std::to_string(m.steps.size());
+      std::string kind = strField(s, "kind", where);
+      st.device = strField(s, "device", where);
+      st.deviceIndex = deviceIndex(st.device, where);
+      if (kind == "copy") {
+        st.kind = Step::Kind::Copy;
+        st.src = ref(field(s, "src", where), where + ".src");
+        st.dst = ref(field(s, "dst", where), where + ".dst");
+        st.bytes = intField(s, "bytes", where, 0);
+        if (st.bytes > m.bytesOf(st.src) || st.bytes > m.bytesOf(st.dst))
+          fail("manifest: " + where + " copies more bytes than its buffers hold");
+      } else if (kind == "kernel") {
+        kernelStep(s, where, st, gpu, symbolFiles);
+      } else {
+        fail("manifest: " + where + " has unknown kind '" + kind + "'");
+      }
+      m.steps.push_back(std::move(st));
+    }
+  }
+
+  void kernelStep(const Json &s, const std::string &where, Step &st, bool gpu, std::map<std::string, std::string> &symbolFiles) {
+    st.symbol = strField(s, "symbol", where);
+    if (!isIdentifier(st.symbol)) fail("manifest: " + where + ".symbol '" + st.symbol + "' is not a C identifier");
+    st.file = strField(s, "file", where);
+    auto [known, isNew] = symbolFiles.emplace(st.symbol, st.file);
+    if (!isNew && known->second != st.file)
+      fail("manifest: symbol '" + st.symbol + "' is exported by two files ('" + known->second + "' and '" + st.file + "')");
+    fs::path rel(st.file);
+    bool ok = !rel.empty() && rel.is_relative();
+    for (const fs::path &part : rel) ok = ok && part != ".." && part != ".";
+    if (!ok) fail("manifest: " + where + ".file '" + st.file + "' must be a relative path inside the output directory");
+    for (const Json &a : arrField(s, "args", where)) st.args.push_back(ref(a, where + ".args"));
+    for (const Json &v : arrField(s, "vars", where)) {
+      if (!v.is_string()) fail("manifest: " + where + ".vars holds a non-string");
+      std::string name = v.get<std::string>();
+      auto it = std::find_if(m.vars.begin(), m.vars.end(), [&](const Var &x) { return x.name == name; });
+      if (it == m.vars.end()) fail("manifest: " + where + " uses undeclared variable '" + name + "'");
+      st.vars.push_back(name);
+      st.varIndex.push_back(static_cast<size_t>(it - m.vars.begin()));
+    }
+    st.kernel = strField(s, "kernel", where);
+    if (s.contains("device_num")) st.deviceNum = intField(s, "device_num", where, 0);
+    // The launch geometry: required by GPU targets, checked wherever it is given.
+    bool hasGlobal = s.contains("global"), hasLocal = s.contains("local");
+    if (gpu && (!hasGlobal || !hasLocal))
+      fail("manifest: " + where + " (kernel " + st.label() + ") has no '" + (hasGlobal ? "local" : "global") +
+           "': a " + std::string(targetInfo(m.target).name) +
+           " kernel step needs \"global\": [gx, gy, gz] (grid size, in blocks) and \"local\": [lx, ly, lz] "
+           "(threads per block)");
+    if (hasGlobal != hasLocal)
+      fail("manifest: " + where + " (kernel " + st.label() + ") gives '" + (hasGlobal ? "global" : "local") +
+           "' without '" + (hasGlobal ? "local" : "global") + "'");
+    if (hasGlobal) {
+      st.global = launchDims(s, "global", where);
+      st.local = launchDims(s, "local", where);
+    }
+    if (const Json *e = optField(s, "estimates")) st.estimates = readEstimates(*e, where + ".estimates");
+  }
+};
+
+/// One kernel file's `uopc-signature:` line.
+struct Signature {
+  std::vector<std::pair<std::string, int64_t>> args; // dtype, elements (-1: unbounded)
+  size_t nvars = 0;
+  struct SigVar {
+    std::string name;
+    bool ranged = false;
+    int64_t lo = 0, hi = 0;
+  };
+  std::vector<SigVar> vars; // per variable: name and the range the kernel was compiled for (older files: none)
+};
+
+/// The signature of `file` (its text), or nothing when it has none.
+std::optional<Signature> parseSignature(const std::string &text, const std::string &file) {
+  size_t at = text.rfind("uopc-signature:");
+  if (at == std::string::npos) return std::nullopt;
+  std::istringstream line(text.substr(at + 15, text.find('\n', at) - at - 15));
+  Signature sig;
+  std::string tok;
+  size_t nvars = SIZE_MAX;
+  auto malformed = [&](const std::string &t) -> int64_t {
+    fail("kernel '" + file + "': malformed uopc-signature entry '" + t + "'");
+  };
+  auto number = [&](const std::string &n, const std::string &t) -> int64_t {
+    if (n.empty() || n.size() > 20) malformed(t);
+    size_t used = 0;
+    int64_t x = 0;
+    try {
+      x = std::stoll(n, &used);
+    } catch (const std::exception &) {
+      malformed(t);
+    }
+    if (used != n.size()) malformed(t);
+    return x;
+  };
+  while (line >> tok) {
+    if (tok == "vars") {
+      if (!(line >> tok)) break;
+      int64_t n = number(tok, tok);
+      if (n < 0 || n > 100000) malformed(tok);
+      nvars = static_cast<size_t>(n);
+      break;
+    }
+    size_t colon = tok.find(':');
+    if (colon == std::string::npos) malformed(tok);
+    std::string n = tok.substr(colon + 1);
+    int64_t elems = -1;
+    if (n != "?") {
+      elems = number(n, tok);
+      if (elems < 0) malformed(tok);
+    }
+    sig.args.push_back({tok.substr(0, colon), elems});
+  }
+  if (nvars == SIZE_MAX) fail("kernel '" + file + "': malformed uopc-signature line");
+  sig.nvars = nvars;
+  while (sig.vars.size() < nvars && line >> tok) {
+    size_t c1 = tok.find(':');
+    if (c1 == std::string::npos || c1 == 0) malformed(tok);
+    Signature::SigVar v{tok.substr(0, c1)};
+    std::string rest = tok.substr(c1 + 1);
+    if (rest != "?") {
+      size_t c2 = rest.find(':');
+      if (c2 == std::string::npos) malformed(tok);
+      v.ranged = true;
+      v.lo = number(rest.substr(0, c2), tok);
+      v.hi = number(rest.substr(c2 + 1), tok);
+    }
+    sig.vars.push_back(std::move(v));
+  }
+  if (!sig.vars.empty() && sig.vars.size() != nvars) fail("kernel '" + file + "': malformed uopc-signature line");
+  return sig;
+}
+
+} // namespace
+
+std::string_view roleName(Role r) { return kRoleNames[static_cast<size_t>(r)]; }
+
+std::string Step::label() const { return isCopy() ? "copy -> " + device : kernel + " @ " + device; }
+
+const Param *Manifest::paramOfSlot(int64_t slot) const {
+  auto it = paramIndex.find(slot);
+  return it == paramIndex.end() ? nullptr : &params[it->second];
+}
+
+std::string Manifest::describe(const Ref &r) const {
+  return (r.isParam ? "param " + std::to_string(params[r.index].slot) : "buffer " + std::to_string(r.index)) + " on " +
+         devices[deviceOf(r)].name;
+}
+
+std::vector<std::string> Manifest::kernelFiles() const {
+  std::vector<std::string> files;
+  for (const Step &s : steps)
+    if (!s.isCopy() && std::find(files.begin(), files.end(), s.file) == files.end()) files.push_back(s.file);
+  return files;
+}
+
+std::string toJson(const Manifest &m) {
+  Json j;
+  j["format"] = "uopc-manifest";
+  j["version"] = kVersion;
+  j["target"] = std::string(targetInfo(m.target).name);
+  if (m.cpu) j["cpu"] = *m.cpu;
+  Json devices = Json::array();
+  for (const Device &d : m.devices) devices.push_back({{"name", d.name}, {"dir", d.dir}, {"arena_bytes", d.arenaBytes}});
+  j["devices"] = devices;
+  Json params = Json::array();
+  for (const Param &p : m.params) {
+    Json e;
+    e["slot"] = p.slot;
+    e["dtype"] = std::string(dtypeName(p.dtype));
+    e["numel"] = p.numel;
+    e["bytes"] = p.bytes;
+    e["devices"] = p.devices;
+    e["role"] = std::string(roleName(p.role));
+    if (p.name) e["name"] = *p.name;
+    if (!p.kept.empty()) {
+      Json k = Json::array();
+      for (const Kept &kd : p.kept) k.push_back(keptJson(kd));
+      e["keeps"] = k;
+    }
+    params.push_back(e);
+  }
+  j["params"] = params;
+  Json buffers = Json::array();
+  for (const Buffer &b : m.buffers) {
+    Json e;
+    e["id"] = buffers.size();
+    e["slot"] = b.slot;
+    e["dtype"] = std::string(dtypeName(b.dtype));
+    e["numel"] = b.numel;
+    e["bytes"] = b.bytes;
+    if (b.symbolicSize) e["symbolic_size"] = true;
+    e["devices"] = b.devices;
+    e["offsets"] = b.offsets;
+    Json life = Json::array();
+    for (auto [lo, hi] : b.lifetimes) life.push_back(Json::array({lo, hi}));
+    e["lifetimes"] = life;
+    buffers.push_back(e);
+  }
+  j["buffers"] = buffers;
+  Json steps = Json::array();
+  for (const Step &s : m.steps) {
+    Json e;
+    if (s.isCopy()) {
+      e["kind"] = "copy";
+      e["device"] = s.device;
+      e["src"] = refJson(s.src);
+      e["dst"] = refJson(s.dst);
+      e["bytes"] = s.bytes;
+    } else {
+      e["kind"] = "kernel";
+      e["kernel"] = s.kernel;
+      e["device"] = s.device;
+      e["device_num"] = s.deviceNum;
+      e["file"] = s.file;
+      e["symbol"] = s.symbol;
+      Json args = Json::array();
+      for (const Ref &r : s.args) args.push_back(refJson(r));
+      e["args"] = args;
+      e["vars"] = s.vars;
+      if (s.global) e["global"] = *s.global;
+      if (s.local) e["local"] = *s.local;
+      if (const Estimates *w = s.estimates ? &*s.estimates : nullptr)
+        e["estimates"] = Json{{"ops", estimateJson(w->ops)},       {"loads", estimateJson(w->loads)},
+                              {"load_bytes", estimateJson(w->loadBytes)}, {"stores", estimateJson(w->stores)},
+                              {"store_bytes", estimateJson(w->storeBytes)}};
+    }
+    steps.push_back(e);
+  }
+  j["steps"] = steps;
+  Json vars = Json::array();
+  for (const Var &v : m.vars) {
+    Json e = {{"name", v.name}, {"slot", v.slot}, {"min", v.min}, {"max", v.max}};
+    if (v.names.size() > 1) e["names"] = v.names;
+    vars.push_back(e);
+  }
+  j["vars"] = vars;
+  return j.dump(1) + "\n";
+}
+
+Manifest fromJson(const std::string &text, const std::string &path) {
+  Json j;
+  try {
+    j = Json::parse(text);
+  } catch (const Json::exception &e) {
+    fail("manifest '" + path + "' is not valid JSON: " + e.what());
+  }
+  Reader r{path, {}};
+  r.header(j);
+  r.devices(j);
+  r.params(j);
+  r.buffers(j);
+  r.vars(j);
+  r.steps(j);
+  return std::move(r.m);
+}
+
+Manifest readFile(const std::string &path) { return fromJson(readBounded(path, "manifest"), path); }
+
+void checkSignatures(const Manifest &m, const fs::path &dir) {
+  for (const std::string &file : m.kernelFiles()) {
+    std::optional<Signature> sig = parseSignature(readBounded((dir / file).string(), "kernel"), file);
+    if (!sig) continue;
+    for (size_t i = 0; i < m.steps.size(); ++i) {
+      const Step &st = m.steps[i];
+      if (st.isCopy() || st.file != file) continue;
+      std::string where = "step " + std::to_string(i) + " (" + st.label() + ")";
+      if (st.args.size() != sig->args.size() || st.vars.size() != sig->nvars)
+        fail("manifest: " + where + " passes " + std::to_string(st.args.size()) + " buffers and " +
+             std::to_string(st.vars.size()) + " variables; '" + file + "' takes " + std::to_string(sig->args.size()) +
+             " and " + std::to_string(sig->nvars));
+      for (size_t k = 0; k < sig->args.size(); ++k) {
+        const Ref &r = st.args[k];
+        const auto &[want, elems] = sig->args[k];
+        std::string dt(dtypeName(m.dtypeOf(r)));
+        auto size = dtypeFromName(want);
+        if (dt != want || !size)
+          fail("manifest: " + where + " argument " + std::to_string(k) + " (" + m.describe(r) + ") is " + dt + "; '" +
+               file + "' reads " + want);
+        if (elems >= 0 && (elems > INT64_MAX / static_cast<int64_t>(dtypeSize(*size)) ||
+                           m.bytesOf(r) < elems * static_cast<int64_t>(dtypeSize(*size))))
+          fail("manifest: " + where + " argument " + std::to_string(k) + " (" + m.describe(r) + ") holds " +
+               std::to_string(m.bytesOf(r)) + " bytes; '" + file + "' indexes " + std::to_string(elems) + " elements");
+      }
+      for (size_t k = 0; k < sig->vars.size(); ++k) {
+        const Var &mv = m.vars[st.varIndex[k]];
+        const Signature::SigVar &sv = sig->vars[k];
+        if (sv.name != mv.name)
+          fail("manifest: " + where + " passes variable '" + mv.name + "' as argument " + std::to_string(k) + "; '" +
+               file + "' takes '" + sv.name + "' there");
+        if (sv.ranged && (mv.min < sv.lo || mv.max > sv.hi))
+          fail("manifest: variable '" + mv.name + "' has range [" + std::to_string(mv.min) + ", " + std::to_string(mv.max) +
+               "], but '" + file + "' was compiled for [" + std::to_string(sv.lo) + ", " + std::to_string(sv.hi) + "]");
+      }
+    }
+  }
+}
+
+std::string readBounded(const std::string &path, const std::string &what, uint64_t maxBytes) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail("cannot read " + what + " '" + path + "': " + std::strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) fail("cannot read " + what + " '" + path + "': " + std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) fail("cannot read " + what + " '" + path + "': it is a directory");
+  if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode) && !S_ISSOCK(st.st_mode))
+    fail("cannot read " + what + " '" + path + "': not a regular file or a pipe");
+  std::string data;
+  if (S_ISREG(st.st_mode)) {
+    if (static_cast<uint64_t>(st.st_size) > maxBytes)
+      fail(what + " '" + path + "' has " + std::to_string(st.st_size) + " bytes, more than the " +
+           std::to_string(maxBytes) + " expected");
+    data.reserve(static_cast<size_t>(st.st_size));
+  }
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail("error while reading " + what + " '" + path + "': " + std::strerror(errno));
+    if (n == 0) break;
+    if (data.size() + static_cast<uint64_t>(n) > maxBytes)
+      fail(what + " '" + path + "' has more than the " + std::to_string(maxBytes) + " bytes expected");
+    data.append(buf, static_cast<size_t>(n));
+  }
+  return data;
+}
+
+} // namespace uopc::manifest

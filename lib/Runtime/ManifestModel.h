@@ -1,0 +1,160 @@
+//===- ManifestModel.h - manifest.json as data: the one model its writer and uopc-run share ===//
+// The manifest says how to run a compiled graph (schemas/manifest.schema.json, docs/schedule.md). `uopc`
+// fills a Manifest from its schedule and writes it with toJson; `uopc-run` (and its safetensors binding)
+// read it back with fromJson, which refuses, with one clear message (uopc::Error), anything that would let
+// a run go wrong: unknown references (slots, buffer ids, devices, variables), sizes that disagree with
+// their dtype or overflow, intermediates outside their arena, copies larger than their buffers, empty
+// variable ranges, duplicate names, paths leaving the output directory, bad launch geometry. A field only
+// the writer needs (a device's dir, a buffer's lifetimes, a step's estimates) is optional when reading
+// and checked when given, so hand-written manifests stay short. checkSignatures then checks the manifest
+// against the kernel files it names.
+#pragma once
+
+#include "IR/Types.h"
+#include "Targets/Targets.h"
+
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace uopc::manifest {
+
+inline constexpr int kVersion = 1;
+
+struct Device {
+  std::string name;       ///< tinygrad's device name, e.g. CPU:1
+  std::string dir;        ///< the folder of its kernels under kernels/ (optional when reading)
+  int64_t arenaBytes = 0; ///< bytes of the arena of its intermediates
+};
+
+enum class Role { Input, Output, Inout };
+std::string_view roleName(Role r);
+
+/// Elements of one device's buffer of a parameter that a run leaves as they were: the union of runs
+/// [start + k*stride, start + k*stride + length) for k < count, in increasing order, disjoint.
+struct KeptRun {
+  int64_t start = 0, length = 0, stride = 0, count = 0;
+};
+/// Per device of a partly written parameter: the elements that keep their prior contents (`runs`, exact),
+/// or `known` false when uopc could not compute them (a symbolic or very large loop, a data-dependent gate).
+struct Kept {
+  bool known = false;
+  int64_t elements = 0; ///< how many elements the runs hold
+  std::vector<KeptRun> runs;
+};
+
+struct Param {
+  int64_t slot = 0;
+  DType dtype = DType::Void;
+  int64_t numel = 0, bytes = 0; ///< per device
+  std::vector<std::string> devices;
+  Role role = Role::Input;
+  std::optional<std::string> name; ///< the PARAM's name (uopc-run --inputs/--outputs bind by it)
+  std::vector<Kept> kept;          ///< empty, or one per device: a written parameter not surely written in full
+  std::vector<size_t> deviceIndex; ///< read: per device of the slot, its index in Manifest::devices
+};
+
+struct Buffer {
+  int64_t slot = -1; ///< the slot kernel-split gave it (>= 1000)
+  DType dtype = DType::Void;
+  int64_t numel = 0, bytes = 0; ///< per device (upper bounds when symbolicSize)
+  bool symbolicSize = false;
+  std::vector<std::string> devices;
+  std::vector<int64_t> offsets;                       ///< per device: byte offset in its arena
+  std::vector<std::pair<int64_t, int64_t>> lifetimes; ///< per device: first and last step using it
+  std::vector<size_t> deviceIndex;                    ///< read: per device, its index in Manifest::devices
+};
+
+/// One device of a parameter ({"param": slot}) or an intermediate ({"buffer": id}).
+struct Ref {
+  bool isParam = false;
+  int64_t id = 0;   ///< the parameter's slot, or the intermediate's position in Manifest::buffers
+  size_t dev = 0;   ///< index into that buffer's devices
+  size_t index = 0; ///< read: its index in Manifest::params or Manifest::buffers
+};
+
+/// A work-model figure: a count, or a polynomial in the graph's symbolic sizes ("512*n + 4096").
+using Estimate = std::variant<int64_t, std::string>;
+struct Estimates {
+  Estimate ops, loads, loadBytes, stores, storeBytes;
+};
+
+struct Step {
+  enum class Kind { Kernel, Copy } kind = Kind::Kernel;
+  std::string device;     ///< where it runs (a copy: the destination)
+  size_t deviceIndex = 0; ///< read: its index in Manifest::devices
+  // kernels
+  std::string kernel, file, symbol;
+  int64_t deviceNum = 0;
+  std::vector<Ref> args;
+  std::vector<std::string> vars;
+  std::vector<size_t> varIndex; ///< read: per entry of vars, its index in Manifest::vars
+  std::optional<std::array<int64_t, 3>> global, local; ///< GPU launch: blocks per grid, threads per block
+  std::optional<Estimates> estimates;
+  // copies
+  Ref src, dst;
+  int64_t bytes = 0;
+
+  bool isCopy() const { return kind == Kind::Copy; }
+  /// "k0 @ CPU" / "copy -> CPU:1": for --bench and messages.
+  std::string label() const;
+};
+
+struct Var {
+  std::string name;
+  int64_t slot = -1;
+  int64_t min = 0, max = 0;
+  std::vector<std::string> names; ///< every name --var accepts: name first, then its aliases (p<slot>)
+};
+
+struct Manifest {
+  Target target = Target::C;
+  std::optional<std::string> cpu; ///< CPU targets: uopc --cpu (absent: native)
+  std::vector<Device> devices;
+  std::vector<Param> params;
+  std::vector<Buffer> buffers;
+  std::vector<Step> steps;
+  std::vector<Var> vars;
+  std::map<int64_t, size_t> paramIndex; ///< read: param slot -> its index in params
+
+  std::string cpuName() const { return cpu.value_or("native"); }
+  /// The parameter of `slot`, or null (a read manifest: through paramIndex).
+  const Param *paramOfSlot(int64_t slot) const;
+  int64_t bytesOf(const Ref &r) const { return r.isParam ? params[r.index].bytes : buffers[r.index].bytes; }
+  DType dtypeOf(const Ref &r) const { return r.isParam ? params[r.index].dtype : buffers[r.index].dtype; }
+  /// The index (in `devices`) of the device whose memory holds `r`.
+  size_t deviceOf(const Ref &r) const {
+    return r.isParam ? params[r.index].deviceIndex[r.dev] : buffers[r.index].deviceIndex[r.dev];
+  }
+  /// "param 0 on CPU" / "buffer 3 on CPU:1", for messages.
+  std::string describe(const Ref &r) const;
+  /// The distinct kernel files, in order of first use.
+  std::vector<std::string> kernelFiles() const;
+};
+
+/// The manifest text: keys in a fixed order, arrays in the model's order, no timestamps (a pure function of
+/// `m`). The derived fields (deviceIndex, index, varIndex) are not written.
+std::string toJson(const Manifest &m);
+
+/// Parses and checks a manifest's text (see the file comment); `path` names it in messages. The derived
+/// fields are filled in. Throws Error.
+Manifest fromJson(const std::string &text, const std::string &path);
+/// fromJson of the file at `path`, read with a size limit (devices such as /dev/zero refused).
+Manifest readFile(const std::string &path);
+
+/// Checks `m` against the `uopc-signature` line each of its kernel files ends with (files relative to
+/// `dir`): every step running a file passes as many arguments as it takes, each of its dtype and at least
+/// as large, and its variables by name, with ranges inside those it was compiled for. A file without the
+/// line (not written by uopc) is run unchecked. Throws Error.
+void checkSignatures(const Manifest &m, const std::filesystem::path &dir);
+
+/// Reads a whole file of at most `maxBytes` (checked before reading a regular file; a pipe is read up to
+/// the limit); directories and devices are refused. `what` names the file in messages ("input file").
+std::string readBounded(const std::string &path, const std::string &what, uint64_t maxBytes = uint64_t(1) << 30);
+
+} // namespace uopc::manifest
