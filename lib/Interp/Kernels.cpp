@@ -9,10 +9,13 @@
 // REDUCE folds its ranges, END(STORE(INDEX(buf, i), v), ranges...) scatters. Invalid lanes follow the
 // tensor interpreter's rules (they poison ALU ops and reductions, and are not stored); a read at an
 // Invalid or out-of-bounds index gives Invalid (the lane is gated off; codegen makes that load gated).
+// A linearized kernel (CALL(LINEAR(SINK, items))) runs its items instead, one element at a time
+// (Interp/Linear.cpp): the order the targets render is what is checked.
 #include "IR/Error.h"
 #include "IR/Kernel.h"
 #include "IR/Records.h"
 #include "Interp/Evaluator.h"
+#include "Interp/Linear.h"
 #include "Passes/Schedule.h"
 
 #include <algorithm>
@@ -355,7 +358,9 @@ void Evaluator::runKernels() {
         auto &s = storage(a);
         k.bufs.push_back(s.size() == out.size() ? s[d].get() : s[0].get());
       }
-      for (const UOp *e : body->src()) k.store(e);
+      if (call->src(0)->op == Op::LINEAR) runLinearKernel(g_, call->src(0), k.bufs, vars_, static_cast<int64_t>(d));
+      else
+        for (const UOp *e : body->src()) k.store(e);
     }
   }
 }

@@ -1,0 +1,247 @@
+//===- Linear.cpp - running a linearized kernel's items (see Linear.h) -------===//
+#include "Interp/Linear.h"
+
+#include "IR/Error.h"
+#include "IR/Kernel.h"
+#include "IR/Records.h"
+#include "IR/ScalarOps.h"
+#include "Interp/Evaluator.h"
+
+#include <unordered_map>
+
+namespace uopc::interp {
+namespace {
+
+struct Slot {
+  Word w = 0;
+  bool invalid = false;
+};
+
+struct Machine {
+  const Graph &g;
+  const std::vector<Array *> &bufs;
+  const std::map<std::string, int64_t> &vars;
+  int64_t deviceNum;
+  std::span<const UOp *const> items;
+  std::vector<size_t> match; ///< RANGE <-> END, IF <-> ENDIF positions
+  std::unordered_map<const UOp *, Slot> val;
+  struct Acc {
+    Word w = 0;
+    bool poisoned = false;
+  };
+  std::unordered_map<const UOp *, Acc> acc;
+  Word gidx = 0, lidx = 0; ///< this thread's coordinates (a kernel linearized for a grid)
+
+  [[noreturn]] void error(const UOp *u, const std::string &m) const { fail(g.describe(u) + ": " + m); }
+
+  /// Pairs every RANGE with its END and every IF with its ENDIF.
+  void matchScopes() {
+    match.assign(items.size(), 0);
+    std::vector<size_t> open;
+    for (size_t i = 0; i < items.size(); ++i) {
+      Op op = items[i]->op;
+      if (op == Op::RANGE || op == Op::IF) open.push_back(i);
+      if (op == Op::END || op == Op::ENDIF) {
+        if (open.empty() || (items[open.back()]->op == Op::RANGE) != (op == Op::END) ||
+            (op == Op::END && (items[i]->nsrc != 1 || items[i]->src(0) != items[open.back()])))
+          error(items[i], "closes no open " + std::string(op == Op::END ? "loop" : "IF") + " of the LINEAR items");
+        match[open.back()] = i, match[i] = open.back();
+        open.pop_back();
+      }
+    }
+    if (!open.empty()) error(items[open.back()], "is never closed in the LINEAR items");
+  }
+
+  Slot get(const UOp *u) {
+    switch (u->op) {
+    case Op::CONST: {
+      const Arg *a = u->arg;
+      switch (a ? a->kind : ArgKind::Invalid) {
+      case ArgKind::Invalid: return {0, true};
+      case ArgKind::Bool: return {intToWord(u->dtype, a->b() ? 1 : 0), false};
+      case ArgKind::Int: return {intToWord(u->dtype, a->i()), false};
+      case ArgKind::UInt: return {uintToWord(u->dtype, a->u()), false};
+      case ArgKind::Float: return {floatToWord(u->dtype, a->f()), false};
+      default: error(u, "unsupported CONST");
+      }
+    }
+    case Op::PARAM: {
+      if (!isScalarParam(u)) error(u, "a buffer PARAM must be read through INDEX");
+      ParamArg pa = ParamArg::decode(u->arg);
+      if (pa.name && *pa.name == "_device_num") return {intToWord(u->dtype, deviceNum), false};
+      if (!pa.name || !vars.count(*pa.name)) error(u, "unbound variable");
+      return {intToWord(u->dtype, vars.at(*pa.name)), false};
+    }
+    case Op::REDUCE: {
+      auto it = acc.find(u);
+      if (it == acc.end()) error(u, "used before its REDUCE item");
+      Word w = isFloatDType(u->dtype) ? fromDouble(roundFloat(u->dtype, asDouble(it->second.w))) : it->second.w;
+      return {w, it->second.poisoned};
+    }
+    default: break;
+    }
+    auto it = val.find(u);
+    if (it == val.end()) error(u, "used before the item that computes it (the LINEAR order is broken)");
+    return it->second;
+  }
+
+  /// An access by INDEX u: its element number, or nullopt where the index, a gate or the bounds say no.
+  std::optional<size_t> access(const UOp *u) {
+    const UOp *p = u->src(0);
+    if (p->op != Op::PARAM || isScalarParam(p)) error(u, "INDEX of something other than a buffer PARAM");
+    size_t slot = static_cast<size_t>(ParamArg::slotOf(p->arg));
+    if (slot >= bufs.size() || !bufs[slot]) error(u, "INDEX of an unbound slot");
+    Slot i = get(u->src(1));
+    bool ok = !i.invalid;
+    for (const UOp *gte : u->src().subspan(2)) {
+      Slot c = get(gte);
+      ok = ok && !c.invalid && c.w != 0;
+    }
+    int64_t j = asInt(i.w);
+    if (!ok || j < 0 || j >= static_cast<int64_t>(bufs[slot]->words.size())) return std::nullopt;
+    return static_cast<size_t>(j);
+  }
+
+  Slot value(const UOp *u) {
+    switch (u->op) {
+    case Op::SPECIAL: return {u->arg->str() == "gidx0" ? gidx : lidx, false};
+    case Op::INDEX: {
+      auto j = access(u);
+      if (!j) return {0, true};
+      return {bufs[static_cast<size_t>(ParamArg::slotOf(u->src(0)->arg))]->words[*j], false};
+    }
+    case Op::LOAD: {
+      Slot v = get(u->src(0));
+      if (v.invalid) return u->nsrc > 1 ? get(u->src(1)) : Slot{0, true};
+      return v;
+    }
+    case Op::WHERE: {
+      Slot c = get(u->src(0));
+      if (c.invalid) return {0, true};
+      return get(u->src(c.w ? 1 : 2));
+    }
+    case Op::CUSTOM: case Op::CUSTOMI:
+      error(u, "the interpreter does not support " + std::string(opName(u->op)) + " nodes (their arg is C code)");
+    default: break;
+    }
+    if (!isElementwise(u->op) || u->nsrc == 0 || u->nsrc > 3) error(u, "the interpreter cannot run this item");
+    Word ws[3] = {0, 0, 0};
+    for (size_t k = 0; k < u->nsrc; ++k) {
+      Slot s = get(u->src(k));
+      if (s.invalid) return {0, true};
+      ws[k] = s.w;
+    }
+    DType in = u->src(0)->dtype;
+    if (u->op == Op::CAST) return {castWord(in, u->dtype, ws[0]), false};
+    if (u->op == Op::BITCAST) return {bitcastWord(in, u->dtype, ws[0]), false};
+    if (!aluSupported(u->op, in)) error(u, "op not defined on " + std::string(dtypeName(in)));
+    return {aluWord(u->op, u->dtype, in, ws), false};
+  }
+
+  void store(const UOp *st) {
+    const UOp *ix = st->src(0);
+    if (ix->op != Op::INDEX) error(st, "expected STORE(INDEX(PARAM, i), value)");
+    Slot v = get(st->src(1));
+    Slot i = get(ix->src(1));
+    if (v.invalid || i.invalid) return;
+    for (const UOp *gte : ix->src().subspan(2)) {
+      Slot c = get(gte);
+      if (c.invalid || c.w == 0) return;
+    }
+    size_t slot = static_cast<size_t>(ParamArg::slotOf(ix->src(0)->arg));
+    if (slot >= bufs.size() || !bufs[slot]) error(st, "STORE to an unbound slot");
+    Array &buf = *bufs[slot];
+    int64_t j = asInt(i.w);
+    if (j < 0 || j >= static_cast<int64_t>(buf.words.size()))
+      error(st, "store index " + std::to_string(j) + " outside a buffer of " + std::to_string(buf.words.size()));
+    buf.words[static_cast<size_t>(j)] = v.w;
+  }
+
+  void run() {
+    struct Loop {
+      size_t at;
+      int64_t i, n;
+    };
+    std::vector<Loop> loops;
+    for (size_t pc = 0; pc < items.size(); ++pc) {
+      const UOp *u = items[pc];
+      switch (u->op) {
+      case Op::RANGE: {
+        Slot n = get(u->src(0));
+        if (n.invalid) error(u, "a loop of Invalid size");
+        if (asInt(n.w) <= 0) {
+          pc = match[pc];
+          break;
+        }
+        loops.push_back({pc, 0, asInt(n.w)});
+        val[u] = {intToWord(u->dtype, 0), false};
+        break;
+      }
+      case Op::END: {
+        Loop &l = loops.back();
+        if (++l.i < l.n) {
+          val[items[l.at]] = {intToWord(items[l.at]->dtype, l.i), false};
+          pc = l.at;
+        } else {
+          loops.pop_back();
+        }
+        break;
+      }
+      case Op::IF: {
+        Slot c = get(u->src(0));
+        if (c.invalid || c.w == 0) pc = match[pc];
+        break;
+      }
+      case Op::ENDIF: break;
+      case Op::REDUCE: {
+        Op op = u->arg->elems()[0]->op();
+        acc[u] = {reduceIdentity(op, u->dtype), false};
+        break;
+      }
+      case Op::STORE:
+        if (u->src(0)->op == Op::REDUCE) {
+          const UOp *r = u->src(0);
+          auto it = acc.find(r);
+          if (it == acc.end()) error(u, "an accumulation before its REDUCE item");
+          Slot x = get(u->src(1));
+          if (x.invalid) it->second.poisoned = true;
+          else it->second.w = reduceStep(r->arg->elems()[0]->op(), r->dtype, it->second.w, x.w);
+        } else {
+          store(u);
+        }
+        break;
+      default:
+        if ((u->op == Op::CUSTOM || u->op == Op::CUSTOMI) && u->dtype == DType::Void)
+          error(u, "the interpreter does not support CUSTOM statements (their arg is C code)");
+        val[u] = value(u);
+        break;
+      }
+    }
+  }
+};
+
+} // namespace
+
+void runLinearKernel(const Graph &g, const UOp *linear, const std::vector<Array *> &bufs,
+                     const std::map<std::string, int64_t> &vars, int64_t deviceNum) {
+  Machine m{g, bufs, vars, deviceNum, linearItems(linear), {}, {}, {}};
+  m.matchScopes();
+  // a kernel linearized for a grid: every thread of its launch, last to first (as --grid-on-host)
+  int64_t blocks = 0, threads = 0;
+  for (const UOp *u : m.items)
+    if (u->op == Op::SPECIAL && u->nsrc == 1 && u->src(0)->op == Op::CONST && u->arg && u->arg->kind == ArgKind::String)
+      (u->arg->str() == "gidx0" ? blocks : threads) = u->src(0)->arg->i();
+  if (blocks == 0 && threads == 0) {
+    m.run();
+    return;
+  }
+  if (blocks < 1 || threads < 1 || blocks > (int64_t(1) << 31) / threads) fail("a kernel's launch is not a grid of 1..2^31 threads");
+  for (int64_t gid = blocks * threads; gid-- > 0;) {
+    m.gidx = static_cast<Word>(gid / threads), m.lidx = static_cast<Word>(gid % threads);
+    m.val.clear();
+    m.acc.clear();
+    m.run();
+  }
+}
+
+} // namespace uopc::interp
