@@ -39,4 +39,16 @@ inline std::optional<std::pair<int64_t, int64_t>> kernelLaunch(const UOp *call) 
   return l;
 }
 
+/// The trip count of a linearized kernel's loop split across CPU threads (a RANGE item of AxisType
+/// THREAD with a constant size), 0 when it has none: the runner gives each thread a part of it.
+inline int64_t kernelParallel(const UOp *call) {
+  if (call->op != Op::CALL || call->nsrc == 0 || call->src(0)->op != Op::LINEAR) return 0;
+  for (const UOp *u : linearItems(call->src(0)))
+    if (u->op == Op::RANGE && u->arg && u->arg->kind == ArgKind::Tuple && u->arg->count >= 2 &&
+        u->arg->elems()[1]->kind == ArgKind::AxisType && u->arg->elems()[1]->axisType() == AxisType::THREAD &&
+        u->nsrc == 1 && u->src(0)->op == Op::CONST && u->src(0)->arg && u->src(0)->arg->kind == ArgKind::Int)
+      return u->src(0)->arg->i();
+  return 0;
+}
+
 } // namespace uopc

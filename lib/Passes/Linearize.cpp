@@ -37,6 +37,7 @@
 #include "IR/Kernel.h"
 #include "IR/Range.h"
 #include "IR/Records.h"
+#include "IR/Work.h"
 #include "Passes/Passes.h"
 #include "Passes/Rewrite.h"
 
@@ -277,12 +278,59 @@ struct Linearizer {
     if (scope) closeScope();
   }
 
+  /// True when some store could read what another iteration of the stores' loops writes: an INDEX of a
+  /// buffer the kernel stores to, other than the store's own element. Such a kernel keeps its order: one
+  /// GPU thread, one CPU thread.
+  static bool mayRace(const UOp *body) {
+    std::vector<int64_t> writes;
+    std::vector<const UOp *> stores;
+    for (const UOp *e : body->src()) {
+      const UOp *st = e->op == Op::END ? e->src(0) : e;
+      stores.push_back(st);
+      bool direct = st->op == Op::STORE && st->src(0)->op == Op::INDEX && st->src(0)->src(0)->op == Op::PARAM;
+      writes.push_back(direct ? ParamArg::slotOf(st->src(0)->src(0)->arg) : -1);
+    }
+    for (size_t k = 0; k < stores.size(); ++k) {
+      const UOp *target = stores[k]->op == Op::STORE ? stores[k]->src(0) : nullptr;
+      for (const UOp *x : toposort(stores[k])) {
+        if (x == target || x->op != Op::INDEX || x->src(0)->op != Op::PARAM || isScalarParam(x->src(0))) continue;
+        int64_t slot = ParamArg::slotOf(x->src(0)->arg);
+        for (size_t j = 0; j < writes.size(); ++j)
+          if (writes[j] == slot && (j != k || !target || x->src(1) != target->src(1))) return true;
+      }
+    }
+    return false;
+  }
+
+  /// CPU threads: the kernel's outermost loop, split across threads by the runner, when the kernel is one
+  /// store over a constant outer range its index depends on, nothing races, and the work is at least
+  /// minWork (ops + loads). That RANGE becomes AxisType THREAD (its iterations [lo, hi) are the function's
+  /// last two arguments): each output element is computed by the same code in the same order whichever
+  /// thread runs it, so results are bitwise the same for every thread count.
+  const UOp *threadLoop(const UOp *body, int64_t minWork) {
+    if (body->nsrc != 1 || body->src(0)->op != Op::END || body->src(0)->nsrc < 2) return body;
+    const UOp *e = body->src(0), *st = e->src(0), *r = e->src(1);
+    if (st->op != Op::STORE || st->src(0)->op != Op::INDEX || st->src(0)->src(0)->op != Op::PARAM) return body;
+    if (r->op != Op::RANGE || !r->arg || r->arg->kind != ArgKind::Tuple || r->arg->count < 2) return body;
+    auto n = constBound(r->src(0));
+    const auto &indexRanges = freeRanges.at(st->src(0)->src(1));
+    if (!n || *n < 2 || *n > INT32_MAX || !std::binary_search(indexRanges.begin(), indexRanges.end(), r)) return body;
+    if (mayRace(body)) return body;
+    KernelWork w = kernelWork(body);
+    auto ops = w.ops.constant(), loads = w.loads.constant();
+    if (!ops || !loads || *ops + *loads < minWork) return body;
+    std::vector<const Arg *> elems(r->arg->elems().begin(), r->arg->elems().end());
+    elems[1] = c.argAxisType(AxisType::THREAD);
+    const UOp *t = c.make(Op::RANGE, r->dtype, r->src(), c.argTuple(elems), r->tag);
+    const UOp *out = substitute(c, body, {{r, t}});
+    analyze(out);
+    return out;
+  }
+
   /// Which END ranges become the thread id (see the file comment), and the launch.
   std::vector<StorePlan> planGrid(const UOp *body) {
     constexpr int64_t kMaxThreads = INT32_MAX;
     std::vector<StorePlan> plans;
-    std::vector<int64_t> writes;
-    std::vector<const UOp *> stores;
     for (const UOp *e : body->src()) {
       const UOp *st = e->op == Op::END ? e->src(0) : e;
       StorePlan p;
@@ -297,22 +345,10 @@ struct Linearizer {
         }
       }
       plans.push_back(std::move(p));
-      stores.push_back(st);
-      bool direct = st->op == Op::STORE && st->src(0)->op == Op::INDEX && st->src(0)->src(0)->op == Op::PARAM;
-      writes.push_back(direct ? ParamArg::slotOf(st->src(0)->src(0)->arg) : -1);
     }
     // Stores run concurrently on a GPU: any store that could read what another thread writes keeps the
     // whole kernel on one thread.
-    bool serial = false;
-    for (size_t k = 0; k < stores.size() && !serial; ++k) {
-      const UOp *target = stores[k]->op == Op::STORE ? stores[k]->src(0) : nullptr;
-      for (const UOp *x : toposort(stores[k])) {
-        if (x == target || x->op != Op::INDEX || x->src(0)->op != Op::PARAM || isScalarParam(x->src(0))) continue;
-        int64_t slot = ParamArg::slotOf(x->src(0)->arg);
-        for (size_t j = 0; j < writes.size(); ++j)
-          if (writes[j] == slot && (j != k || !target || x->src(1) != target->src(1))) serial = true;
-      }
-    }
+    bool serial = mayRace(body);
     int64_t threads = 1;
     for (StorePlan &p : plans) {
       if (serial) p = StorePlan{};
@@ -360,8 +396,11 @@ struct Linearizer {
     return out;
   }
 
+  int64_t threadMinWork = -1; ///< CPU: the least work split across threads (-1: never)
+
   const UOp *run(const UOp *body) {
     analyze(body);
+    if (!gpu && threadMinWork >= 0) body = threadLoop(body, threadMinWork);
     Block top;
     stack = {&top};
     std::vector<StorePlan> plans;
@@ -397,9 +436,14 @@ void runLinearize(Graph &g, const PassContext &pc) {
     if (grid != "0" && grid != "1") fail("pass 'linearize': option grid=" + std::string(grid) + " is not 0 or 1");
     gpu = grid == "1";
   }
+  // CPU threads (see threadLoop): off with threads=0; the least work worth a split
+  // (on by default whatever this machine has: the kernel may be split, the runner chooses how many threads)
+  bool threads = pc.intOption("threads", 1, 0, 1) == 1;
+  int64_t minWork = pc.intOption("thread-min-work", int64_t(1) << 17, 0, INT64_MAX);
   rewriteKernelBodies(g, [&](const UOp *call) {
     Linearizer l(c);
     l.gpu = gpu;
+    l.threadMinWork = threads ? minWork : -1;
     l.maxBlock = pc.target.gpuGrid ? std::max<int64_t>(1, pc.target.maxThreadsPerBlock) : 256;
     return l.run(call->src(0));
   });

@@ -377,6 +377,11 @@ struct Reader {
       st.local = launchDims(s, "local", where);
     }
     if (const Json *e = optField(s, "estimates")) st.estimates = readEstimates(*e, where + ".estimates");
+    if (s.contains("parallel")) {
+      if (gpu) fail("manifest: " + where + " (kernel " + st.label() + "): 'parallel' is for CPU targets");
+      st.parallel = intField(s, "parallel", where, 2);
+      if (st.parallel > INT32_MAX) fail("manifest: " + where + ".parallel is above 2^31 - 1");
+    }
   }
 };
 
@@ -390,6 +395,7 @@ struct Signature {
     int64_t lo = 0, hi = 0;
   };
   std::vector<SigVar> vars; // per variable: name and the range the kernel was compiled for (older files: none)
+  int64_t parallel = 0;     // the THREAD loop's trip count (0: the kernel takes no [lo, hi))
 };
 
 /// The signature of `file` (its text), or nothing when it has none.
@@ -450,6 +456,11 @@ std::optional<Signature> parseSignature(const std::string &text, const std::stri
     sig.vars.push_back(std::move(v));
   }
   if (!sig.vars.empty() && sig.vars.size() != nvars) fail("kernel '" + file + "': malformed uopc-signature line");
+  if (line >> tok && tok != "*/") { // (a C file's signature is a comment)
+    if (tok != "parallel" || !(line >> tok)) malformed(tok);
+    sig.parallel = number(tok, tok);
+    if (sig.parallel < 2 || sig.parallel > INT32_MAX) malformed(tok);
+  }
   return sig;
 }
 
@@ -542,6 +553,7 @@ std::string toJson(const Manifest &m) {
       e["vars"] = s.vars;
       if (s.global) e["global"] = *s.global;
       if (s.local) e["local"] = *s.local;
+      if (s.parallel) e["parallel"] = s.parallel;
       if (const Estimates *w = s.estimates ? &*s.estimates : nullptr)
         e["estimates"] = Json{{"ops", estimateJson(w->ops)},       {"loads", estimateJson(w->loads)},
                               {"load_bytes", estimateJson(w->loadBytes)}, {"stores", estimateJson(w->stores)},
@@ -582,7 +594,14 @@ Manifest readFile(const std::string &path) { return fromJson(readBounded(path, "
 void checkSignatures(const Manifest &m, const fs::path &dir) {
   for (const std::string &file : m.kernelFiles()) {
     std::optional<Signature> sig = parseSignature(readBounded((dir / file).string(), "kernel"), file);
-    if (!sig) continue;
+    if (!sig) {
+      // without a signature nothing says the kernel takes [lo, hi): a split step would call it wrongly
+      for (size_t i = 0; i < m.steps.size(); ++i)
+        if (!m.steps[i].isCopy() && m.steps[i].file == file && m.steps[i].parallel)
+          fail("manifest: step " + std::to_string(i) + " (" + m.steps[i].label() + ") splits its kernel across threads, "
+               "but '" + file + "' has no uopc-signature saying it may be");
+      continue;
+    }
     for (size_t i = 0; i < m.steps.size(); ++i) {
       const Step &st = m.steps[i];
       if (st.isCopy() || st.file != file) continue;
@@ -591,6 +610,9 @@ void checkSignatures(const Manifest &m, const fs::path &dir) {
         fail("manifest: " + where + " passes " + std::to_string(st.args.size()) + " buffers and " +
              std::to_string(st.vars.size()) + " variables; '" + file + "' takes " + std::to_string(sig->args.size()) +
              " and " + std::to_string(sig->nvars));
+      if (st.parallel != sig->parallel)
+        fail("manifest: " + where + " says its kernel's loop of " + std::to_string(st.parallel) +
+             " iterations is split across threads (0: none); '" + file + "' has " + std::to_string(sig->parallel));
       for (size_t k = 0; k < sig->args.size(); ++k) {
         const Ref &r = st.args[k];
         const auto &[want, elems] = sig->args[k];

@@ -95,6 +95,9 @@ struct Step {
   std::vector<std::string> vars;
   std::vector<size_t> varIndex; ///< read: per entry of vars, its index in Manifest::vars
   std::optional<std::array<int64_t, 3>> global, local; ///< GPU launch: blocks per grid, threads per block
+  /// CPU: the trip count of the kernel's loop that threads split (0: none); the kernel then takes its
+  /// iterations [lo, hi) as two int64 arguments after the variables.
+  int64_t parallel = 0;
   std::optional<Estimates> estimates;
   // copies
   Ref src, dst;

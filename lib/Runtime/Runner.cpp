@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <condition_variable>
+#include <functional>
 #include <cstdlib>
 #include <cstdio>
 #include <cstring>
@@ -20,8 +22,10 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include <dlfcn.h>
 #include <unistd.h>
@@ -85,9 +89,64 @@ Mem allocate(int64_t bytes) {
 
 using Entry = void (*)(void **, const int64_t *);
 
+/// n threads (the caller is thread 0) that run one job at a time: run(f) calls f(t) on every thread t
+/// and returns when all are done.
+class ThreadPool {
+public:
+  explicit ThreadPool(int n) : n_(std::max(1, n)) {
+    for (int t = 1; t < n_; ++t) workers_.emplace_back([this, t] { work(t); });
+  }
+  ~ThreadPool() {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      stop_ = true;
+      ++generation_;
+    }
+    wake_.notify_all();
+    for (std::thread &w : workers_) w.join();
+  }
+  int size() const { return n_; }
+  void run(const std::function<void(int)> &f) {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      job_ = &f;
+      pending_ = n_ - 1;
+      ++generation_;
+    }
+    wake_.notify_all();
+    f(0);
+    std::unique_lock<std::mutex> l(mu_);
+    done_.wait(l, [&] { return pending_ == 0; });
+  }
+
+private:
+  void work(int t) {
+    uint64_t seen = 0;
+    std::unique_lock<std::mutex> l(mu_);
+    for (;;) {
+      wake_.wait(l, [&] { return generation_ != seen; });
+      seen = generation_;
+      if (stop_) return;
+      const std::function<void(int)> *f = job_;
+      l.unlock();
+      (*f)(t);
+      l.lock();
+      if (--pending_ == 0) done_.notify_one();
+    }
+  }
+  int n_;
+  std::vector<std::thread> workers_;
+  std::mutex mu_;
+  std::condition_variable wake_, done_;
+  const std::function<void(int)> *job_ = nullptr;
+  int pending_ = 0;
+  uint64_t generation_ = 0;
+  bool stop_ = false;
+};
+
 class CpuBackend final : public Backend {
 public:
-  CpuBackend(const Manifest &m, const fs::path &dir) : m_(m), dir_(dir) {}
+  CpuBackend(const Manifest &m, const fs::path &dir, int threads) : m_(m), dir_(dir), pool_(threads) {}
   /// The C of the entry points compile() builds (what the fuzz target checks without compiling).
   std::string entrySource() const { return trampolines(); }
   ~CpuBackend() override {
@@ -126,7 +185,20 @@ public:
         vals.clear();
         for (const Ref &r : s.args) bufs.push_back(pointer(r));
         for (size_t k : s.varIndex) vals.push_back(varValues[k]);
-        entries_[i](bufs.data(), vals.data());
+        if (s.parallel == 0) {
+          entries_[i](bufs.data(), vals.data());
+        } else {
+          // the split loop's iterations [0, parallel) in one contiguous part per thread
+          int64_t n = s.parallel, parts = std::min<int64_t>(pool_.size(), n);
+          Entry entry = entries_[i];
+          pool_.run([&](int t) {
+            if (t >= parts) return;
+            std::vector<int64_t> v(vals);
+            v.push_back(n * t / parts);
+            v.push_back(n * (t + 1) / parts);
+            entry(bufs.data(), v.data());
+          });
+        }
       }
       if (times) (*times)[i] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
@@ -144,6 +216,7 @@ private:
   std::vector<Entry> entries_;         // per step (null for copies)
   void *handle_ = nullptr;
   std::unique_ptr<KernelJit> jit_; // target llvm: the kernels' modules, run in-process
+  ThreadPool pool_;                // the threads of split kernels
 
   void *pointer(const Ref &r) const {
     if (r.isParam) return data_[r.index][r.dev].get();
@@ -165,7 +238,7 @@ private:
         params += std::string(params.empty() ? "" : ", ") + "void *";
         call += std::string(call.empty() ? "" : ", ") + "b[" + std::to_string(a) + "]";
       }
-      for (size_t v = 0; v < s.vars.size(); ++v) {
+      for (size_t v = 0; v < s.vars.size() + (s.parallel ? 2 : 0); ++v) { // (a split kernel: lo, hi last)
         params += std::string(params.empty() ? "" : ", ") + "int64_t";
         call += std::string(call.empty() ? "" : ", ") + "v[" + std::to_string(v) + "]";
       }
@@ -199,7 +272,7 @@ private:
     for (const std::string &f : files) jit_->addModule(readWhole((dir_ / f).string(), "kernel module"), f);
     for (size_t i = 0; i < m_.steps.size(); ++i) {
       const Step &s = m_.steps[i];
-      if (!s.isCopy()) entries_[i] = jit_->entry(s.symbol, s.args.size(), s.vars.size());
+      if (!s.isCopy()) entries_[i] = jit_->entry(s.symbol, s.args.size(), s.vars.size() + (s.parallel ? 2 : 0));
     }
   }
 
@@ -366,7 +439,7 @@ void checkManifestText(const std::string &text, const std::string &path) {
   Manifest m = manifest::fromJson(text, path);
   manifest::checkSignatures(m, dir);
   if (!targetInfo(m.target).gpu) {
-    CpuBackend cpu(m, dir);
+    CpuBackend cpu(m, dir, 1);
     (void)cpu.entrySource();
   }
 }
@@ -426,7 +499,7 @@ void runManifest(const ManifestRunRequest &req, std::ostream &out) {
 
   std::unique_ptr<Backend> backend;
   if (targetInfo(m.target).gpu) backend = std::make_unique<CudaBackend>(m, dir);
-  else backend = std::make_unique<CpuBackend>(m, dir);
+  else backend = std::make_unique<CpuBackend>(m, dir, req.threads > 0 ? req.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   backend->prepare();
   backend->load(inputs);
   backend->run(varValues, nullptr);

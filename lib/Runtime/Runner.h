@@ -25,6 +25,9 @@ struct ManifestRunRequest {
   std::map<int64_t, std::vector<std::string>> inputFiles, outputFiles;
   std::map<std::string, int64_t> vars;
   int bench = 0; ///< > 0: after the run, run the steps this many more times and print their times
+  /// CPU targets: threads that share a kernel's split loop (0: one per core of this machine). Results do
+  /// not depend on it: a split hands each thread whole output elements, never part of a reduction.
+  int threads = 0;
 };
 
 /// Parses and checks a manifest's text as runManifest does before it compiles anything (the kernel files'

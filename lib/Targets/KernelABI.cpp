@@ -25,6 +25,11 @@ bool isScalarParamNode(const UOp *u) {
   return u->op == Op::PARAM && (u->nsrc == 0 || (u->src(0)->op == Op::STACK && u->src(0)->nsrc == 0));
 }
 
+bool isThreadRange(const UOp *u) {
+  return u->op == Op::RANGE && u->arg && u->arg->kind == ArgKind::Tuple && u->arg->count >= 2 &&
+         u->arg->elems()[1]->kind == ArgKind::AxisType && u->arg->elems()[1]->axisType() == AxisType::THREAD;
+}
+
 namespace {
 
 /// The loops the stores run in, as "4x8" ("n" for a symbolic size; "1" for none).
@@ -77,6 +82,11 @@ KernelABI KernelABI::of(const UOp *call, std::string_view target) {
   }
   // the ops the kernel computes: its items'
   for (const UOp *u : linearItems(body)) {
+    if (isThreadRange(u)) {
+      auto n = constBound(u->src(0));
+      if (!n || *n < 1 || *n > INT32_MAX || abi.parallel) failAt(u, "a THREAD loop must be the kernel's one loop of constant size split across threads");
+      abi.parallel = static_cast<int64_t>(*n);
+    }
     if (u->op == Op::REDUCE && u->arg && u->arg->kind == ArgKind::Tuple && u->arg->count) {
       Op op = u->arg->elems()[0]->op();
       ops.insert(op == Op::ADD ? "SUM" : op == Op::MUL ? "PROD" : "MAXREDUCE");
@@ -159,6 +169,8 @@ std::string kernelSignature(const UOp *call) {
     if (it != ranges.end()) s += " " + v + ":" + std::to_string(it->second.first) + ":" + std::to_string(it->second.second);
     else s += " " + v + ":?";
   }
+  // a kernel split across threads takes [lo, hi) of its THREAD loop after the variables
+  if (int64_t n = kernelParallel(call)) s += " parallel " + std::to_string(n);
   return s;
 }
 

@@ -23,6 +23,8 @@ namespace uopc {
 bool supportedKernelDType(DType dt);
 /// A PARAM that is a scalar variable (no size, or an empty STACK), not a buffer.
 bool isScalarParamNode(const UOp *u);
+/// A RANGE whose iterations are split across CPU threads (AxisType THREAD).
+bool isThreadRange(const UOp *u);
 
 struct KernelABI {
   struct Buffer {
@@ -35,6 +37,10 @@ struct KernelABI {
   std::map<std::string, std::string> varArg; ///< variable -> its argument's name (var_<name>)
   std::set<int64_t> written;              ///< the slots the kernel stores to
   std::string ops;                        ///< the ops the kernel computes, sorted, space-separated
+  /// The trip count of the kernel's THREAD loop (linearize's CPU split; 0: none). Such a kernel takes two
+  /// more int64 arguments after the variables, `uopc_lo` and `uopc_hi`: it runs that loop's iterations
+  /// [lo, hi) only, and the runner calls it once per thread with a part of [0, parallel).
+  int64_t parallel = 0;
 
   /// Reads the ABI of a linearized kernel CALL. `target` prefixes the errors ("C target"): not a
   /// linearized kernel CALL (a COPY, a SINK that did not go through linearize), a dtype no target holds,

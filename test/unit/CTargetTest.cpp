@@ -171,7 +171,8 @@ Graph kernelGraph(const fs::path &graphFile, const std::string &pipeline = kKern
   Graph g = readGraphFile(graphFile.string());
   std::ostringstream out, err;
   runPipeline(g, parsePipeline(pipeline), {}, out, err);
-  linearizeForRendering(g, PassTarget{});
+  // the kernels are called directly with their buffers: none split across threads (no lo, hi arguments)
+  runPipeline(g, parsePipeline("lower-index,linearize{threads=0}"), {}, out, err);
   return g;
 }
 

@@ -39,10 +39,14 @@ int main(int argc, char **argv) {
   std::vector<std::string> inputs, outputs, vars;
   bool listPasses = false;
   std::string manifest;
-  int bench = 0;
+  int bench = 0, threads = 0;
   app.add_option("manifest", manifest, "A manifest.json written by uopc: compile (C), JIT (LLVM IR) or load (PTX) its kernels and run them");
   app.add_option("--bench", bench, "Manifest mode: after the run, run the steps N more times and print their times")
       ->check(CLI::Range(1, 1000000));
+  app.add_option("--threads", threads,
+                 "Manifest mode, CPU targets: threads that share a kernel's split loop (default: one per core; the "
+                 "results are bitwise the same for every count)")
+      ->check(CLI::Range(1, 1024));
   app.add_option("--interpret", req.graphPath, "Evaluate this graph (JSON or .uopb) with the reference interpreter");
   app.add_option("--pass-pipeline", req.pipeline, "Passes to run before interpreting (default: verify)");
   app.add_option("--input", inputs, "SLOT=FILE[,FILE...]: a buffer's contents before the run (repeatable)");
@@ -94,6 +98,7 @@ int main(int argc, char **argv) {
       mr.outputFiles = req.outputFiles;
       mr.vars = req.vars;
       mr.bench = bench;
+      mr.threads = threads;
       // --inputs/--outputs: safetensors unpacked to and packed from raw files in a private temporary folder
       std::string tmp;
       std::vector<uopc::safetensors::ParamBinding> packed;

@@ -592,7 +592,9 @@ struct Emitter {
                                                 : static_cast<int64_t>(u->index));
     if (loopNames.count(name)) name = fresh(name + "_"); // a RANGE open around itself (same number)
     openLoops.push_back(lines.size());
-    line("for (" + computeType(u->dtype) + " " + name + " = 0; " + name + " < " + n.v + "; " + name + "++) {");
+    // a THREAD loop runs the iterations [uopc_lo, uopc_hi) this call was given (KernelABI.h)
+    std::string from = isThreadRange(u) ? "uopc_lo" : "0", to = isThreadRange(u) ? "uopc_hi" : n.v;
+    line("for (" + computeType(u->dtype) + " " + name + " = " + from + "; " + name + " < " + to + "; " + name + "++) {");
     ++depth;
     loopNames.insert(name);
     openNames.push_back(name);
@@ -641,6 +643,7 @@ EmittedKernel emitCKernel(Context &ctx, const UOp *call, int64_t deviceNum, std:
   for (const KernelABI::Buffer &b : em.abi.buffers)
     params.push_back(std::string(b.written ? "" : "const ") + storageType(b.dtype) + " *restrict " + b.name);
   for (const std::string &v : em.abi.vars) params.push_back("int64_t " + em.abi.varArg.at(v));
+  if (em.abi.parallel) params.insert(params.end(), {"int64_t uopc_lo", "int64_t uopc_hi"});
   if (em.abi.written.empty() && !em.customStatements) failAt(call, "the kernel stores nothing");
   k.summary = em.abi.summary(call, k.symbol, deviceNum);
 

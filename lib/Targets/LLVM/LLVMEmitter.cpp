@@ -101,6 +101,7 @@ struct Emitter {
   Mapping mapping = Mapping::Loops;
   GpuLaunch launch;
   Value *gid = nullptr; ///< GridOnHost: i64 global thread id of the host loop
+  Value *threadLo = nullptr, *threadHi = nullptr; ///< a kernel split across CPU threads: its [lo, hi)
   std::vector<std::string> libdeviceUsers; ///< ops that call libdevice (PTX)
 
   Emitter(Context &c, int64_t dev, llvm::Module &m) : ctx(c), deviceNum(dev), lc(m.getContext()), mod(m), b(lc) {}
@@ -400,11 +401,14 @@ struct Emitter {
     L->header = llvm::BasicBlock::Create(lc, name + ".cond", fn);
     auto *body = llvm::BasicBlock::Create(lc, name + ".body", fn);
     L->exit = llvm::BasicBlock::Create(lc, name + ".end", fn);
-    b.CreateStore(llvm::ConstantInt::get(T, 0), L->counter);
+    // a THREAD loop runs the iterations [uopc_lo, uopc_hi) this call was given (KernelABI.h)
+    bool split = isThreadRange(r);
+    b.CreateStore(split ? b.CreateSExtOrTrunc(threadLo, T) : llvm::ConstantInt::get(T, 0), L->counter);
     b.CreateBr(L->header);
     b.SetInsertPoint(L->header);
     Value *iv = b.CreateLoad(T, L->counter, name + ".iv");
-    Value *nv = n.v->getType() == T ? n.v : b.CreateSExtOrTrunc(n.v, T);
+    Value *bound = split ? threadHi : n.v;
+    Value *nv = bound->getType() == T ? bound : b.CreateSExtOrTrunc(bound, T);
     b.CreateCondBr(b.CreateICmpSLT(iv, nv), body, L->exit);
     b.SetInsertPoint(body);
     memo[r] = {b.CreateLoad(T, L->counter, name), nullptr};
@@ -866,6 +870,11 @@ EmittedLLVMKernel emitKernel(Context &ctx, const UOp *call, int64_t deviceNum, s
     params.push_back(em.b.getInt64Ty());
     names.push_back(em.abi.varArg.at(v));
   }
+  if (em.abi.parallel)
+    for (const char *n : {"uopc_lo", "uopc_hi"}) {
+      params.push_back(em.b.getInt64Ty());
+      names.push_back(n);
+    }
   auto *fty = llvm::FunctionType::get(em.b.getVoidTy(), params, false);
   em.fn = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, k.symbol, *mod);
   em.fn->addFnAttr(llvm::Attribute::NoUnwind);
@@ -877,8 +886,10 @@ EmittedLLVMKernel emitKernel(Context &ctx, const UOp *call, int64_t deviceNum, s
       a->addAttr(llvm::Attribute::NoCapture);
       if (!em.abi.written.count(static_cast<int64_t>(i))) a->addAttr(llvm::Attribute::ReadOnly);
       em.bufArgs[static_cast<int64_t>(i)] = a;
-    } else {
+    } else if (i + 1 - call->nsrc < vars.size()) {
       em.varValues[vars[i + 1 - call->nsrc]] = a;
+    } else {
+      (i + 1 - call->nsrc == vars.size() ? em.threadLo : em.threadHi) = a; // uopc_lo, uopc_hi
     }
   }
   em.entry = llvm::BasicBlock::Create(lc, "entry", em.fn);
