@@ -197,8 +197,9 @@ AsmPrinter::AsmPrinter(const Graph &g, const UOp *root, AsmOptions opts) : impl_
   std::set<std::string> used; // region names
   std::vector<std::pair<const UOp *, const UOp *>> queue; // (body, first CALL naming it)
   auto regionName = [&](const UOp *body, const UOp *call) {
-    std::string n = body->op == Op::SINK ? recordString(body->arg, "name") : "";
-    if (n.empty() && body->op == Op::SINK && body->arg && body->arg->kind == ArgKind::Record &&
+    bool kernel = body->op == Op::SINK || body->op == Op::LINEAR; // (a linearized kernel: LINEAR[KernelInfo])
+    std::string n = kernel ? recordString(body->arg, "name") : "";
+    if (n.empty() && kernel && body->arg && body->arg->kind == ArgKind::Record &&
         body->arg->str() == "KernelInfo")
       n = "test"; // KernelInfo's default name
     if (n.empty()) n = recordString(call->arg, "name");
