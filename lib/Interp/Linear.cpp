@@ -227,14 +227,12 @@ void runLinearKernel(const Graph &g, const UOp *linear, const std::vector<Array 
   Machine m{g, bufs, vars, deviceNum, linearItems(linear), {}, {}, {}};
   m.matchScopes();
   // a kernel linearized for a grid: every thread of its launch, last to first (as --grid-on-host)
-  int64_t blocks = 0, threads = 0;
-  for (const UOp *u : m.items)
-    if (u->op == Op::SPECIAL && u->nsrc == 1 && u->src(0)->op == Op::CONST && u->arg && u->arg->kind == ArgKind::String)
-      (u->arg->str() == "gidx0" ? blocks : threads) = u->src(0)->arg->i();
-  if (blocks == 0 && threads == 0) {
+  auto launch = linearLaunch(linear);
+  if (!launch) {
     m.run();
     return;
   }
+  auto [blocks, threads] = *launch;
   if (blocks < 1 || threads < 1 || blocks > (int64_t(1) << 31) / threads) fail("a kernel's launch is not a grid of 1..2^31 threads");
   for (int64_t gid = blocks * threads; gid-- > 0;) {
     m.gidx = static_cast<Word>(gid / threads), m.lidx = static_cast<Word>(gid % threads);

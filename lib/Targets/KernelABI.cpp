@@ -25,11 +25,6 @@ bool isScalarParamNode(const UOp *u) {
   return u->op == Op::PARAM && (u->nsrc == 0 || (u->src(0)->op == Op::STACK && u->src(0)->nsrc == 0));
 }
 
-bool isThreadRange(const UOp *u) {
-  return u->op == Op::RANGE && u->arg && u->arg->kind == ArgKind::Tuple && u->arg->count >= 2 &&
-         u->arg->elems()[1]->kind == ArgKind::AxisType && u->arg->elems()[1]->axisType() == AxisType::THREAD;
-}
-
 namespace {
 
 /// The loops the stores run in, as "4x8" ("n" for a symbolic size; "1" for none).

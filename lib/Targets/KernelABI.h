@@ -6,6 +6,7 @@
 // ABI, read once from the kernel's IR, and the one-line summary every kernel file starts with.
 #pragma once
 
+#include "IR/Kernel.h"
 #include "IR/UOp.h"
 
 #include <cstdint>
@@ -23,8 +24,6 @@ namespace uopc {
 bool supportedKernelDType(DType dt);
 /// A PARAM that is a scalar variable (no size, or an empty STACK), not a buffer.
 bool isScalarParamNode(const UOp *u);
-/// A RANGE whose iterations are split across CPU threads (AxisType THREAD).
-bool isThreadRange(const UOp *u);
 
 struct KernelABI {
   struct Buffer {

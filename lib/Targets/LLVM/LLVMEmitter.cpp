@@ -116,7 +116,6 @@ struct Emitter {
         std::string_view which = u->arg && u->arg->kind == ArgKind::String ? u->arg->str() : "";
         if (!n || *n < 1 || *n > INT32_MAX || (which != "gidx0" && which != "lidx0"))
           failAt(u, "expected SPECIAL gidx0 or lidx0 of a constant size");
-        (which == "gidx0" ? launch.global[0] : launch.local[0]) = static_cast<int64_t>(*n);
       }
       if (u->op == Op::CUSTOM || u->op == Op::CUSTOMI) failAt(u, "CUSTOM ops carry C source: only the C target renders them (with --allow-custom)");
     }
@@ -852,9 +851,9 @@ EmittedLLVMKernel emitKernel(Context &ctx, const UOp *call, int64_t deviceNum, s
   em.analyze(linear);
   if (em.abi.written.empty()) failAt(call, "the kernel stores nothing");
   if (em.gpu()) {
-    bool grid = false;
-    for (const UOp *u : linearItems(linear)) grid |= u->op == Op::SPECIAL;
-    if (!grid) failAt(call, "the kernel was linearized into loops, not for a GPU grid (linearize{grid=1})");
+    auto launch = linearLaunch(linear); // (the sizes analyze() checked)
+    if (!launch) failAt(call, "the kernel was linearized into loops, not for a GPU grid (linearize{grid=1})");
+    em.launch.global[0] = launch->first, em.launch.local[0] = launch->second;
     k.launch = em.launch;
   }
 
