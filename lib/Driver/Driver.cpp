@@ -257,6 +257,15 @@ int compileMain(int argc, char **argv) {
   app.add_option("--pass-pipeline", pipelineText,
                  "Comma-separated passes, each with optional options (pass{key=value,...}); default: the "
                  "default pipeline (--list-passes); empty: none");
+  int optLevel = -1;
+  std::string kernelOpts;
+  app.add_option("--opt-level", optLevel,
+                 "The kernel optimizer (the optimize pass): 0 or 1 the loops as they are, 2 (default) register "
+                 "tiles chosen per kernel")
+      ->check(CLI::Range(0, 2));
+  app.add_option("--kernel-opts", kernelOpts,
+                 "Give kernels their opts by hand: NAME/upcast:AXIS:AMOUNT/...;NAME2 (NAME2: none); the names "
+                 "and the opts chosen are in --print-after=optimize and the manifest's applied_opts");
   app.add_option("--emit", emit,
                  "What to write: 'kernels' (default) the kernel sources and manifest.json, 'manifest' only "
                  "manifest.json (the schedule), 'graph' the final graph as graph.json")
@@ -311,6 +320,12 @@ int compileMain(int argc, char **argv) {
     }
     for (const std::string &name : pm.printAfter)
       if (!findPass(name)) fail("unknown pass '" + name + "' in --print-after (see --list-passes)");
+    if (optLevel >= 0 || !kernelOpts.empty()) { // options of the pipeline's optimize pass
+      auto it = std::find_if(pipeline.begin(), pipeline.end(), [](const PipelineEntry &e) { return e.pass->flag == "optimize"; });
+      if (it == pipeline.end()) fail("--opt-level and --kernel-opts need the optimize pass in the pipeline");
+      if (optLevel >= 0) it->options["level"] = std::to_string(optLevel);
+      if (!kernelOpts.empty()) it->options["opts"] = kernelOpts;
+    }
   } catch (const Error &e) {
     std::cerr << "uopc: error: " << e.what() << "\n";
     return kExitUsage;

@@ -142,6 +142,7 @@ manifest::Manifest manifestOf(const Schedule &s, Target target, const std::vecto
       j.global = artifacts.at(i).global;
       j.local = artifacts.at(i).local;
       j.parallel = kernelParallel(st.call);
+      j.opts = appliedOpts(kernelSink(st.call));
       KernelWork w = kernelWork(kernelSink(s.kernels[st.kernel].call));
       j.estimates = manifest::Estimates{estimateOf(w.ops), estimateOf(w.loads), estimateOf(w.loadBytes),
                                         estimateOf(w.stores), estimateOf(w.storeBytes)};

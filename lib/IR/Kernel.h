@@ -9,7 +9,9 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <utility>
+#include <vector>
 
 namespace uopc {
 
@@ -59,5 +61,33 @@ inline int64_t kernelParallel(const UOp *call) {
       return u->src(0)->arg->i();
   return 0;
 }
+
+/// A RANGE the optimizer unrolled into lanes (AxisType UPCAST): a loop of constant size whose
+/// iterations are independent, which the targets run as one loop of lanes each (the compilers unroll and
+/// vectorize it). A REDUCE whose value depends on UPCAST ranges has one accumulator per lane
+/// (accumulatorLanes): its reduction loops run outside those lanes, the lanes inside them (a register tile).
+inline bool isUpcastRange(const UOp *u) {
+  return u->op == Op::RANGE && u->arg && u->arg->kind == ArgKind::Tuple && u->arg->count >= 2 &&
+         u->arg->elems()[1]->kind == ArgKind::AxisType && u->arg->elems()[1]->axisType() == AxisType::UPCAST;
+}
+
+/// The lanes of REDUCE `reduce`'s accumulator: the UPCAST ranges its value depends on (not those it
+/// reduces), by range number; empty for a scalar accumulator. Lane k of the accumulator is
+/// sum_i r_i * (product of the sizes after i), each UPCAST range of constant size (see laneCount).
+std::vector<const UOp *> accumulatorLanes(const UOp *reduce);
+/// The number of accumulator slots of `lanes` (the product of their constant sizes), 1 for none; throws
+/// Error for a lane of non-constant size or a product above 4096.
+int64_t laneCount(std::span<const UOp *const> lanes);
+
+/// How much index expression `index` grows when RANGE `range` grows by one, when that is a constant
+/// (sums, differences and constant multiples of the range); 0 for what does not depend on it; nullopt
+/// otherwise (a product of two ranges, a division). Iterative.
+std::optional<int64_t> indexStride(const UOp *index, const UOp *range);
+
+/// The opts the optimize pass applied to kernel SINK `sink` (its KernelInfo's applied_opts), in order.
+std::vector<std::string> appliedOpts(const UOp *sink);
+
+/// The range number of a RANGE (its arg's first field; the node's index where it has none).
+int64_t rangeNumber(const UOp *r);
 
 } // namespace uopc

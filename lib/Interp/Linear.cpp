@@ -3,6 +3,7 @@
 
 #include "IR/Error.h"
 #include "IR/Kernel.h"
+#include "IR/Range.h"
 #include "IR/Records.h"
 #include "IR/ScalarOps.h"
 #include "Interp/Evaluator.h"
@@ -29,7 +30,28 @@ struct Machine {
     Word w = 0;
     bool poisoned = false;
   };
-  std::unordered_map<const UOp *, Acc> acc;
+  struct Accs {
+    std::vector<Acc> slots;         ///< one per lane (IR/Kernel.h's accumulatorLanes), one for none
+    std::vector<const UOp *> lanes;
+    std::vector<int64_t> strides;
+  };
+  std::unordered_map<const UOp *, Accs> acc;
+  std::unordered_map<const UOp *, std::vector<const UOp *>> lanesOf; ///< per REDUCE, computed once
+
+  /// REDUCE r's accumulator for its lanes' current values.
+  Acc &slot(const UOp *r) {
+    auto it = acc.find(r);
+    if (it == acc.end()) error(r, "used before its REDUCE item");
+    Accs &a = it->second;
+    int64_t k = 0;
+    for (size_t i = 0; i < a.lanes.size(); ++i) {
+      auto v = val.find(a.lanes[i]);
+      if (v == val.end()) error(r, "a lane of its accumulator is read outside that lane's loop");
+      k += asInt(v->second.w) * a.strides[i];
+    }
+    if (k < 0 || k >= static_cast<int64_t>(a.slots.size())) error(r, "an accumulator lane outside its range");
+    return a.slots[static_cast<size_t>(k)];
+  }
   Word gidx = 0, lidx = 0; ///< this thread's coordinates (a kernel linearized for a grid)
 
   [[noreturn]] void error(const UOp *u, const std::string &m) const { fail(g.describe(u) + ": " + m); }
@@ -73,10 +95,9 @@ struct Machine {
       return {intToWord(u->dtype, vars.at(*pa.name)), false};
     }
     case Op::REDUCE: {
-      auto it = acc.find(u);
-      if (it == acc.end()) error(u, "used before its REDUCE item");
-      Word w = isFloatDType(u->dtype) ? fromDouble(roundFloat(u->dtype, asDouble(it->second.w))) : it->second.w;
-      return {w, it->second.poisoned};
+      const Acc &a = slot(u);
+      Word w = isFloatDType(u->dtype) ? fromDouble(roundFloat(u->dtype, asDouble(a.w))) : a.w;
+      return {w, a.poisoned};
     }
     default: break;
     }
@@ -195,17 +216,24 @@ struct Machine {
       case Op::ENDIF: break;
       case Op::REDUCE: {
         Op op = u->arg->elems()[0]->op();
-        acc[u] = {reduceIdentity(op, u->dtype), false};
+        auto l = lanesOf.find(u);
+        if (l == lanesOf.end()) l = lanesOf.emplace(u, accumulatorLanes(u)).first;
+        Accs a;
+        a.lanes = l->second;
+        int64_t n = laneCount(a.lanes), stride = n;
+        for (const UOp *r : a.lanes) a.strides.push_back(stride /= static_cast<int64_t>(*constBound(r->src(0))));
+        a.slots.assign(static_cast<size_t>(n), Acc{reduceIdentity(op, u->dtype), false});
+        acc[u] = std::move(a);
         break;
       }
       case Op::STORE:
         if (u->src(0)->op == Op::REDUCE) {
           const UOp *r = u->src(0);
-          auto it = acc.find(r);
-          if (it == acc.end()) error(u, "an accumulation before its REDUCE item");
+          if (!acc.count(r)) error(u, "an accumulation before its REDUCE item");
+          Acc &a = slot(r);
           Slot x = get(u->src(1));
-          if (x.invalid) it->second.poisoned = true;
-          else it->second.w = reduceStep(r->arg->elems()[0]->op(), r->dtype, it->second.w, x.w);
+          if (x.invalid) a.poisoned = true;
+          else a.w = reduceStep(r->arg->elems()[0]->op(), r->dtype, a.w, x.w);
         } else {
           store(u);
         }
@@ -224,7 +252,7 @@ struct Machine {
 
 void runLinearKernel(const Graph &g, const UOp *linear, const std::vector<Array *> &bufs,
                      const std::map<std::string, int64_t> &vars, int64_t deviceNum) {
-  Machine m{g, bufs, vars, deviceNum, linearItems(linear), {}, {}, {}};
+  Machine m{g, bufs, vars, deviceNum, linearItems(linear), {}, {}, {}, {}};
   m.matchScopes();
   // a kernel linearized for a grid: every thread of its launch, last to first (as --grid-on-host)
   auto launch = linearLaunch(linear);

@@ -9,8 +9,10 @@
 //   END(r)             closes the innermost open loop, r's
 //   IF(cond), ENDIF(IF) run the items between them only where cond holds (a GPU thread guard)
 //   SPECIAL            a thread coordinate: gidx0 (the block, of src0 blocks) and lidx0 (the thread in it)
-//   REDUCE u           defines u's accumulator, set to its op's identity
-//   STORE(u, x)        with u a REDUCE: acc(u) = acc(u) <op> x (invalid x poisons the result)
+//   REDUCE u           defines u's accumulator, set to its op's identity; with lanes (the UPCAST ranges
+//                      u depends on, IR/Kernel.h's accumulatorLanes) one accumulator per lane
+//   STORE(u, x)        with u a REDUCE: acc(u) = acc(u) <op> x (invalid x poisons the result); with
+//                      lanes, the accumulator of the lanes' current values
 //   STORE(INDEX(buf, i, gates...), v)  writes v where i, the gates and v are valid
 //   CUSTOM of dtype void  a statement (C only)
 //   any other node     its value, computed here from items before it (a REDUCE's value is its
@@ -23,7 +25,9 @@
 // Placement (what the C and LLVM emitters each decided before): a node is computed in the innermost open
 // loop among the ranges it depends on, so a value that does not depend on an inner loop is hoisted out of
 // it, and a REDUCE that does not depend on a store loop runs once per outer iteration; a REDUCE gets its
-// accumulator and its own loops at its level. A store runs in its END's ranges, then any other range its
+// accumulator and its own loops at its level. A REDUCE with lanes (UPCAST ranges, which the optimizer
+// puts innermost) gets them inside its own loops: for k { for lane { acc[lane] += x } }, so each value
+// that does not move with a lane (a matmul's A[i, k] across j's lanes) is loaded once for all of them. A store runs in its END's ranges, then any other range its
 // operands use, by range number.
 //
 // GPU targets (PassTarget::gpuGrid: ptx, llvm --grid-on-host): per store, the END ranges its index depends
@@ -54,11 +58,6 @@ namespace {
 }
 
 bool isScalarParam(const UOp *u) { return u->nsrc == 0 || (u->src(0)->op == Op::STACK && u->src(0)->nsrc == 0); }
-
-int64_t rangeNumber(const UOp *r) {
-  return r->arg && r->arg->kind == ArgKind::Tuple && r->arg->count ? r->arg->elems()[0]->i()
-                                                                    : static_cast<int64_t>(r->index);
-}
 
 /// A scope of the output: the function, a loop (key: its RANGE) or a GPU thread (key: gidx0, with an
 /// optional guard).
@@ -113,10 +112,13 @@ struct Linearizer {
   }
 
   // ---- scopes -------------------------------------------------------------------------------------
-  size_t targetOf(const UOp *u) {
+  /// The innermost open scope among the ranges u depends on, less `except` (a REDUCE's lanes).
+  size_t targetOf(const UOp *u, std::span<const UOp *const> except = {}) {
     const auto &rs = freeRanges.at(u);
     for (size_t j = stack.size(); j-- > 1;)
-      if (std::binary_search(rs.begin(), rs.end(), stack[j]->key)) return j;
+      if (std::binary_search(rs.begin(), rs.end(), stack[j]->key) &&
+          std::find(except.begin(), except.end(), stack[j]->key) == except.end())
+        return j;
     return 0;
   }
   void openScope(const UOp *key, const UOp *cond) {
@@ -184,22 +186,31 @@ struct Linearizer {
     if (u->op == Op::STORE || u->op == Op::END || u->op == Op::SINK) failAt(u, "a statement used as a value");
     if (u->op == Op::INDEX && (u->src(0)->op != Op::PARAM || isScalarParam(u->src(0))))
       failAt(u, "INDEX of something other than a buffer PARAM");
-    size_t t = targetOf(u);
     if (u->op != Op::REDUCE) {
+      size_t t = targetOf(u);
       stack[t]->add(u);
       stack[t]->memo.insert(u);
       return;
     }
-    // the accumulator at u's level, then its loops there (before any loop open at that level)
+    // the accumulator at u's level, less its lanes (one slot per lane: IR/Kernel.h), then its loops
+    // there (before any loop open at that level), then the lanes inside them: a register tile
+    std::vector<const UOp *> lanes = accumulatorLanes(u);
+    size_t t = targetOf(u, lanes);
+    for (size_t j = 1; j <= t; ++j)
+      if (std::find(lanes.begin(), lanes.end(), stack[j]->key) != lanes.end())
+        failAt(u, "an accumulator lane (UPCAST range #" + std::to_string(stack[j]->key->index) +
+                      ") is a loop around a range the REDUCE depends on: lanes must be the innermost loops");
+    laneCount(lanes); // (refuses a lane of non-constant size)
     stack[t]->add(u);
     std::vector<Block *> tail(stack.begin() + static_cast<long>(t) + 1, stack.end());
     std::vector<size_t> tailSaved(openSaved.begin() + static_cast<long>(t), openSaved.end());
     stack.resize(t + 1);
     openSaved.resize(t);
     for (const UOp *r : u->src().subspan(1)) openLoop(r);
+    for (const UOp *r : lanes) openLoop(r);
     emit(u->src(0));
     stack.back()->add(c.make(Op::STORE, DType::Void, {u, u->src(0)}));
-    for (size_t k = 1; k < u->nsrc; ++k) closeScope();
+    for (size_t k = 1; k < u->nsrc + lanes.size(); ++k) closeScope();
     stack.insert(stack.end(), tail.begin(), tail.end());
     openSaved.insert(openSaved.end(), tailSaved.begin(), tailSaved.end());
     stack[t]->memo.insert(u);

@@ -377,6 +377,13 @@ struct Reader {
       st.local = launchDims(s, "local", where);
     }
     if (const Json *e = optField(s, "estimates")) st.estimates = readEstimates(*e, where + ".estimates");
+    if (const Json *o = optField(s, "opts")) {
+      if (!o->is_array()) fail("manifest: " + where + ".opts is not a list of strings");
+      for (const Json &x : *o) {
+        if (!x.is_string()) fail("manifest: " + where + ".opts is not a list of strings");
+        st.opts.push_back(x.get<std::string>());
+      }
+    }
     if (s.contains("parallel")) {
       if (gpu) fail("manifest: " + where + " (kernel " + st.label() + "): 'parallel' is for CPU targets");
       st.parallel = intField(s, "parallel", where, 2);
@@ -554,6 +561,7 @@ std::string toJson(const Manifest &m) {
       if (s.global) e["global"] = *s.global;
       if (s.local) e["local"] = *s.local;
       if (s.parallel) e["parallel"] = s.parallel;
+      if (!s.opts.empty()) e["opts"] = s.opts;
       if (const Estimates *w = s.estimates ? &*s.estimates : nullptr)
         e["estimates"] = Json{{"ops", estimateJson(w->ops)},       {"loads", estimateJson(w->loads)},
                               {"load_bytes", estimateJson(w->loadBytes)}, {"stores", estimateJson(w->stores)},

@@ -98,6 +98,7 @@ struct Step {
   /// CPU: the trip count of the kernel's loop that threads split (0: none); the kernel then takes its
   /// iterations [lo, hi) as two int64 arguments after the variables.
   int64_t parallel = 0;
+  std::vector<std::string> opts; ///< the optimize pass's applied_opts for this kernel ("upcast:1:16")
   std::optional<Estimates> estimates;
   // copies
   Ref src, dst;

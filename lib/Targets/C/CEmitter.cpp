@@ -168,6 +168,9 @@ struct Emitter {
   struct Acc {
     std::string name;
     size_t okLine; ///< "bool acc_ok = 1;" goes here once the reduced value turns out to be gated
+    std::vector<const UOp *> lanes; ///< an array accumulator's lanes (IR/Kernel.h), empty for a scalar
+    int64_t count = 1;              ///< its slots
+    bool poisoned = false;
   };
   std::unordered_map<const UOp *, Acc> accs;
   std::map<std::string, int> counters;
@@ -261,6 +264,11 @@ struct Emitter {
   Val val(const UOp *u) {
     if (u->op == Op::CONST) return constant(u);
     if (u->op == Op::PARAM) return param(u);
+    if (u->op == Op::REDUCE)
+      if (auto a = accs.find(u); a != accs.end() && !a->second.lanes.empty()) { // the current lanes' slot
+        std::string slot = laneSlot(a->second);
+        return {roundTo(u->dtype, a->second.name + slot), a->second.poisoned ? a->second.name + "_ok" + slot : ""};
+      }
     auto it = memo.find(u);
     if (it == memo.end()) failAt(u, "used before the item that computes it (the LINEAR order is broken)");
     return it->second;
@@ -520,22 +528,43 @@ struct Emitter {
     }
   }
 
-  /// REDUCE u: its accumulator, at its identity.
+  /// "[i]": the slot of an array accumulator for its lanes' current loop counters (lane k of
+  /// lanes r0, r1 of sizes n0, n1: r0 * n1 + r1).
+  std::string laneSlot(const Acc &a) {
+    std::string e;
+    int64_t stride = a.count;
+    for (const UOp *r : a.lanes) {
+      stride /= static_cast<int64_t>(*constBound(r->src(0)));
+      std::string term = stride == 1 ? val(r).v : val(r).v + " * " + std::to_string(stride);
+      e += e.empty() ? term : " + " + term;
+    }
+    return "[" + e + "]";
+  }
+  /// REDUCE u: its accumulator, at its identity (an array of them for an accumulator with lanes).
   void accumulator(const UOp *u) {
     Op op = u->arg->elems()[0]->op();
     DType dt = u->dtype;
     if (op != Op::ADD && op != Op::MUL && op != Op::MAX) failAt(u, "unsupported reduce op");
     std::string acc = fresh("acc");
-    line(computeType(dt) + " " + acc + " = " + literal(dt, interp::reduceIdentity(op, dt)) + ";");
-    accs[u] = {acc, lines.size()};
+    Acc a{acc, 0, accumulatorLanes(u), 1};
+    a.count = laneCount(a.lanes);
+    std::string init = literal(dt, interp::reduceIdentity(op, dt));
+    if (a.lanes.empty()) line(computeType(dt) + " " + acc + " = " + init + ";");
+    else
+      line(computeType(dt) + " " + acc + "[" + std::to_string(a.count) + "]; for (int64_t uopc_s = 0; uopc_s < " +
+           std::to_string(a.count) + "; uopc_s++) " + acc + "[uopc_s] = " + init + ";");
+    a.okLine = lines.size();
     lines.emplace_back(); // the validity flag's line, filled in if the reduced value is gated
-    memo[u] = {roundTo(dt, acc), ""};
+    if (a.lanes.empty()) memo[u] = {roundTo(dt, acc), ""};
+    accs[u] = std::move(a);
   }
   /// STORE(REDUCE u, x): acc = acc <op> x.
   void accumulate(const UOp *u, const UOp *xu) {
     auto it = accs.find(u);
     if (it == accs.end()) failAt(u, "an accumulation before its REDUCE item");
-    const std::string &acc = it->second.name, ok = acc + "_ok";
+    Acc &a = it->second;
+    const std::string slot = a.lanes.empty() ? "" : laneSlot(a);
+    const std::string acc = a.name + slot, ok = a.name + "_ok" + slot;
     Op op = u->arg->elems()[0]->op();
     DType dt = u->dtype;
     std::string T = computeType(dt);
@@ -548,7 +577,7 @@ struct Emitter {
     else if (dt == DType::Bool) step = op == Op::ADD ? "(" + acc + " | " + x.v + ")" : "(" + acc + " & " + x.v + ")";
     else step = "(" + T + ")((uint64_t)" + acc + (op == Op::ADD ? " + " : " * ") + "(uint64_t)" + x.v + ")";
     bool poison = !x.ok.empty();
-    if (!poison && splittableSum(u) && !openLoops.empty()) {
+    if (!poison && a.lanes.empty() && splittableSum(u) && !openLoops.empty()) {
       // the innermost loop is this reduction's last range: a sum that may run in partial sums
       use(Helper::SimdSum);
       std::string &l = lines[openLoops.back()];
@@ -556,11 +585,16 @@ struct Emitter {
       l.insert(at, "UOPC_SIMD_SUM(" + acc + ") ");
     }
     if (poison) {
-      std::string &okLine = lines[it->second.okLine];
-      if (okLine.empty()) okLine = std::string(lines[it->second.okLine - 1].find_first_not_of(' '), ' ') + "bool " + ok + " = 1;";
+      std::string &okLine = lines[a.okLine];
+      std::string indent(lines[a.okLine - 1].find_first_not_of(' '), ' ');
+      std::string okName = a.name + "_ok", n = std::to_string(a.count);
+      if (okLine.empty())
+        okLine = indent + (a.lanes.empty() ? "bool " + okName + " = 1;"
+                                           : "bool " + okName + "[" + n + "]; for (int64_t uopc_s = 0; uopc_s < " + n + "; uopc_s++) " + okName + "[uopc_s] = 1;");
       line(ok + " = " + ok + " && " + x.ok + ";");
       line(acc + " = " + x.ok + " ? " + step + " : " + acc + ";");
-      memo[u].ok = ok;
+      a.poisoned = true;
+      if (a.lanes.empty()) memo[u].ok = ok;
     } else {
       line(acc + " = " + step + ";");
     }

@@ -88,10 +88,24 @@ struct Emitter {
   std::vector<llvm::BasicBlock *> ifs; ///< the block after each open IF
   std::unordered_map<const UOp *, Val> memo; ///< each value's latest definition
   struct Acc {
-    llvm::AllocaInst *value = nullptr, *ok = nullptr;
+    llvm::AllocaInst *value = nullptr, *ok = nullptr; ///< [count x T] and [count x i1] with lanes
     Loop *outer = nullptr; ///< the loop the accumulator is defined in (nullptr: the function)
     bool poisoned = false;
+    std::vector<const UOp *> lanes; ///< an array accumulator's lanes (IR/Kernel.h), empty for a scalar
+    int64_t count = 1;
   };
+  /// The accumulator's element (and validity flag) for its lanes' current loop counters.
+  std::pair<Value *, Value *> accSlot(const Acc &a, llvm::Type *T) {
+    if (a.lanes.empty()) return {a.value, a.ok};
+    Value *k = b.getInt64(0);
+    int64_t stride = a.count;
+    for (const UOp *r : a.lanes) {
+      stride /= static_cast<int64_t>(*constBound(r->src(0)));
+      k = b.CreateAdd(k, b.CreateMul(ext64(val(r).v, r->dtype), b.getInt64(stride)));
+    }
+    return {b.CreateInBoundsGEP(llvm::ArrayType::get(T, static_cast<uint64_t>(a.count)), a.value, {b.getInt64(0), k}),
+            b.CreateInBoundsGEP(llvm::ArrayType::get(b.getInt1Ty(), static_cast<uint64_t>(a.count)), a.ok, {b.getInt64(0), k})};
+  }
   std::unordered_map<const UOp *, Acc> accs;
   KernelABI abi; ///< the function's arguments
   std::map<std::string, Value *> varValues;
@@ -445,7 +459,8 @@ struct Emitter {
       auto it = accs.find(u);
       if (it == accs.end()) failAt(u, "used before its REDUCE item");
       llvm::Type *T = computeType(u->dtype);
-      Val r{b.CreateLoad(T, it->second.value, "red"), it->second.poisoned ? b.CreateLoad(b.getInt1Ty(), it->second.ok) : nullptr};
+      auto [slot, okSlot] = accSlot(it->second, T);
+      Val r{b.CreateLoad(T, slot, "red"), it->second.poisoned ? b.CreateLoad(b.getInt1Ty(), okSlot) : nullptr};
       if (isHalf(u->dtype)) r.v = roundTo(u->dtype, r.v);
       return r;
     }
@@ -730,11 +745,24 @@ struct Emitter {
     DType dt = u->dtype;
     if (op != Op::ADD && op != Op::MUL && op != Op::MAX) failAt(u, "unsupported reduce op");
     Acc a;
-    a.value = makeAlloca(computeType(dt), "acc");
-    a.ok = makeAlloca(b.getInt1Ty(), "acc.ok");
+    a.lanes = accumulatorLanes(u);
+    a.count = laneCount(a.lanes);
+    llvm::Type *T = computeType(dt);
+    if (a.lanes.empty()) {
+      a.value = makeAlloca(T, "acc");
+      a.ok = makeAlloca(b.getInt1Ty(), "acc.ok");
+    } else { // one slot per lane, set one by one (SROA makes registers of them once the lanes are unrolled)
+      a.value = makeAlloca(llvm::ArrayType::get(T, static_cast<uint64_t>(a.count)), "acc");
+      a.ok = makeAlloca(llvm::ArrayType::get(b.getInt1Ty(), static_cast<uint64_t>(a.count)), "acc.ok");
+    }
     a.outer = open.empty() ? nullptr : open.back();
-    b.CreateStore(literal(dt, interp::reduceIdentity(op, dt)), a.value);
-    b.CreateStore(b.getTrue(), a.ok);
+    Value *init = literal(dt, interp::reduceIdentity(op, dt));
+    for (int64_t k = 0; k < a.count; ++k) {
+      Value *v = a.lanes.empty() ? a.value : b.CreateConstInBoundsGEP2_64(a.value->getAllocatedType(), a.value, 0, static_cast<uint64_t>(k));
+      Value *o = a.lanes.empty() ? a.ok : b.CreateConstInBoundsGEP2_64(a.ok->getAllocatedType(), a.ok, 0, static_cast<uint64_t>(k));
+      b.CreateStore(init, v);
+      b.CreateStore(b.getTrue(), o);
+    }
     accs[u] = a;
   }
   /// STORE(REDUCE u, x): acc = acc <op> x.
@@ -746,7 +774,8 @@ struct Emitter {
     DType dt = u->dtype;
     llvm::Type *T = computeType(dt);
     Val x = val(xu);
-    Value *cur = b.CreateLoad(T, acc.value);
+    auto [slot, okSlot] = accSlot(acc, T);
+    Value *cur = b.CreateLoad(T, slot);
     Value *step;
     if (isF(dt)) {
       step = op == Op::ADD ? b.CreateFAdd(cur, x.v)
@@ -761,8 +790,10 @@ struct Emitter {
     }
     if (x.ok) {
       acc.poisoned = true;
-      b.CreateStore(b.CreateAnd(b.CreateLoad(b.getInt1Ty(), acc.ok), x.ok), acc.ok);
+      b.CreateStore(b.CreateAnd(b.CreateLoad(b.getInt1Ty(), okSlot), x.ok), okSlot);
       step = b.CreateSelect(x.ok, step, cur);
+    } else if (!acc.lanes.empty()) {
+      // a register tile: the optimizer chose the lanes, the loop vectorizer needs no hint
     } else if (mapping != Mapping::PTX && !splittableSum(u) && acc.outer && readsConsecutiveIn(u, acc.outer->range)) {
       // an in-order reduction inside a loop whose next iteration reads the next elements (a matmul's
       // column loop): 8 copies of it side by side are 8 vector lanes (the float32 lanes of AVX2)
@@ -776,7 +807,7 @@ struct Emitter {
       fmf.setAllowReassoc();
       if (auto *inst = llvm::dyn_cast<llvm::Instruction>(step)) inst->setFastMathFlags(fmf);
     }
-    b.CreateStore(step, acc.value);
+    b.CreateStore(step, slot);
   }
 
   /// STORE(INDEX(buf, i, gates...), v): the write, where it is valid.

@@ -1,0 +1,104 @@
+//===- Kernel.cpp - the accumulator lanes and index strides of a kernel ------===//
+#include "IR/Kernel.h"
+
+#include "IR/Error.h"
+#include "IR/Range.h"
+
+#include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace uopc {
+
+int64_t rangeNumber(const UOp *r) {
+  return r->arg && r->arg->kind == ArgKind::Tuple && r->arg->count && r->arg->elems()[0]->kind == ArgKind::Int
+             ? r->arg->elems()[0]->i()
+             : static_cast<int64_t>(r->index);
+}
+
+std::vector<std::string> appliedOpts(const UOp *sink) {
+  std::vector<std::string> out;
+  const Arg *info = sink && sink->arg && sink->arg->kind == ArgKind::Record ? sink->arg : nullptr;
+  const Arg *opts = info ? info->field("applied_opts") : nullptr;
+  if (opts && opts->kind == ArgKind::Tuple)
+    for (const Arg *o : opts->elems())
+      if (o->kind == ArgKind::String) out.emplace_back(o->str());
+  return out;
+}
+
+std::vector<const UOp *> accumulatorLanes(const UOp *reduce) {
+  std::vector<const UOp *> lanes;
+  if (reduce->op != Op::REDUCE || reduce->nsrc == 0) return lanes;
+  std::unordered_set<const UOp *> seen{reduce->src(0)};
+  std::vector<const UOp *> st{reduce->src(0)};
+  while (!st.empty()) {
+    const UOp *x = st.back();
+    st.pop_back();
+    if (isUpcastRange(x)) lanes.push_back(x);
+    for (const UOp *s : x->src())
+      if (seen.insert(s).second) st.push_back(s);
+  }
+  auto own = reduce->src().subspan(1);
+  std::erase_if(lanes, [&](const UOp *r) { return std::find(own.begin(), own.end(), r) != own.end(); });
+  std::sort(lanes.begin(), lanes.end(), [](const UOp *a, const UOp *b) {
+    return rangeNumber(a) != rangeNumber(b) ? rangeNumber(a) < rangeNumber(b) : a->index < b->index;
+  });
+  return lanes;
+}
+
+int64_t laneCount(std::span<const UOp *const> lanes) {
+  int64_t n = 1;
+  for (const UOp *r : lanes) {
+    auto b = r->nsrc == 1 ? constBound(r->src(0)) : std::nullopt;
+    if (!b || *b < 1 || *b > 4096 || n * static_cast<int64_t>(*b) > 4096)
+      fail("UOp #" + std::to_string(r->index) + " (RANGE): an UPCAST range needs a constant size, at most 4096 lanes in all");
+    n *= static_cast<int64_t>(*b);
+  }
+  return n;
+}
+
+std::optional<int64_t> indexStride(const UOp *root, const UOp *r) {
+  std::unordered_map<const UOp *, std::optional<int64_t>> done;
+  std::vector<std::pair<const UOp *, bool>> st{{root, false}};
+  auto constOf = [](const UOp *u) -> std::optional<int64_t> {
+    if (u->op == Op::CONST && u->arg && u->arg->kind == ArgKind::Int) return u->arg->i();
+    return std::nullopt;
+  };
+  while (!st.empty()) {
+    auto [u, expanded] = st.back();
+    st.pop_back();
+    if (done.count(u)) continue;
+    if (u == r) {
+      done[u] = 1;
+      continue;
+    }
+    if (u->nsrc == 0) { // constants, variables, other ranges
+      done[u] = 0;
+      continue;
+    }
+    if (!expanded) {
+      st.push_back({u, true});
+      for (const UOp *s : u->src()) st.push_back({s, false});
+      continue;
+    }
+    std::vector<std::optional<int64_t>> s;
+    bool allZero = true;
+    for (const UOp *x : u->src()) {
+      s.push_back(done[x]);
+      allZero &= s.back() && *s.back() == 0;
+    }
+    std::optional<int64_t> v;
+    if (allZero) v = 0;
+    else if (u->op == Op::ADD && s[0] && s[1]) v = *s[0] + *s[1];
+    else if (u->op == Op::SUB && s[0] && s[1]) v = *s[0] - *s[1];
+    else if (u->op == Op::MUL && s[0] && s[1] && (*s[0] == 0 || *s[1] == 0)) {
+      auto c0 = constOf(u->src(0)), c1 = constOf(u->src(1));
+      if (*s[0] == 0 && c0) v = *c0 * *s[1];
+      else if (*s[1] == 0 && c1) v = *c1 * *s[0];
+    }
+    done[u] = v;
+  }
+  return done[root];
+}
+
+} // namespace uopc
