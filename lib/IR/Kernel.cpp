@@ -57,7 +57,7 @@ int64_t laneCount(std::span<const UOp *const> lanes) {
   return n;
 }
 
-std::optional<int64_t> indexStride(const UOp *root, const UOp *r) {
+std::optional<int64_t> indexStride(const UOp *root, const UOp *r, bool throughSelect) {
   std::unordered_map<const UOp *, std::optional<int64_t>> done;
   std::vector<std::pair<const UOp *, bool>> st{{root, false}};
   auto constOf = [](const UOp *u) -> std::optional<int64_t> {
@@ -91,6 +91,7 @@ std::optional<int64_t> indexStride(const UOp *root, const UOp *r) {
     if (allZero) v = 0;
     else if (u->op == Op::ADD && s[0] && s[1]) v = *s[0] + *s[1];
     else if (u->op == Op::SUB && s[0] && s[1]) v = *s[0] - *s[1];
+    else if (u->op == Op::WHERE && throughSelect && s[1] && u->src(2)->op == Op::CONST) v = *s[1];
     else if (u->op == Op::MUL && s[0] && s[1] && (*s[0] == 0 || *s[1] == 0)) {
       auto c0 = constOf(u->src(0)), c1 = constOf(u->src(1));
       if (*s[0] == 0 && c0) v = *c0 * *s[1];

@@ -81,8 +81,9 @@ int64_t laneCount(std::span<const UOp *const> lanes);
 
 /// How much index expression `index` grows when RANGE `range` grows by one, when that is a constant
 /// (sums, differences and constant multiples of the range); 0 for what does not depend on it; nullopt
-/// otherwise (a product of two ranges, a division). Iterative.
-std::optional<int64_t> indexStride(const UOp *index, const UOp *range);
+/// otherwise (a product of two ranges, a division). throughSelect: WHERE(valid, i, constant) (a padded
+/// read's index, Invalid or a fixed element where not valid) moves as i does. Iterative.
+std::optional<int64_t> indexStride(const UOp *index, const UOp *range, bool throughSelect = false);
 
 /// The opts the optimize pass applied to kernel SINK `sink` (its KernelInfo's applied_opts), in order.
 std::vector<std::string> appliedOpts(const UOp *sink);

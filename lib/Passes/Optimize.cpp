@@ -125,7 +125,7 @@ std::vector<Opt> chooseOpts(const Shape &s, const PassTarget &target) {
   std::vector<std::vector<std::optional<int64_t>>> strides;
   for (const UOp *rd : s.reads) {
     strides.emplace_back();
-    for (const UOp *r : s.axes) strides.back().push_back(indexStride(rd->src(1), r));
+    for (const UOp *r : s.axes) strides.back().push_back(indexStride(rd->src(1), r, /*throughSelect=*/true));
   }
   std::vector<bool> used(s.axes.size(), false); // some reduction depends on the axis
   for (size_t a = 0; a < s.axes.size(); ++a)

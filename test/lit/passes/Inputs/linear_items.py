@@ -11,7 +11,8 @@ def label(i):
     n = nodes[i]
     op = n["op"]
     if op == "RANGE":
-        return "RANGE r%s %s" % (n["arg"][0], size(n["src"][0]))
+        axis = n["arg"][1].get("v") if isinstance(n["arg"][1], dict) else n["arg"][1]
+        return "RANGE r%s %s%s" % (n["arg"][0], size(n["src"][0]), " UPCAST" if axis == "UPCAST" else "")
     if op == "END":
         return "END r%s" % nodes[n["src"][0]]["arg"][0]
     if op == "SPECIAL":
