@@ -87,7 +87,8 @@ public:
     std::vector<int64_t> sizes;
     int64_t trips = 1;
     for (const UOp *r : ranges_) {
-      auto n = r->op == Op::RANGE ? constBound(r->src(0)) : std::nullopt;
+      // (a CONST: a loop of one iteration the simplifier folded, its value that constant)
+      auto n = r->op == Op::RANGE ? constBound(r->src(0)) : r->op == Op::CONST ? std::optional<Bound>(1) : std::nullopt;
       if (!n || *n < 0 || *n > kMaxCoverageWork) return false;
       sizes.push_back(static_cast<int64_t>(*n));
       trips *= sizes.back();

@@ -313,19 +313,26 @@ struct Linearizer {
     return false;
   }
 
-  /// CPU threads: the kernel's outermost loop, split across threads by the runner, when the kernel is one
-  /// store over a constant outer range its index depends on, nothing races, and the work is at least
+  /// CPU threads: the kernel's outermost loop, split across threads by the runner, when every store of the
+  /// kernel runs in the same constant outer range and its index depends on it, nothing races, and the work is at least
   /// minWork (ops + loads). That RANGE becomes AxisType THREAD (its iterations [lo, hi) are the function's
   /// last two arguments): each output element is computed by the same code in the same order whichever
   /// thread runs it, so results are bitwise the same for every thread count.
   const UOp *threadLoop(const UOp *body, int64_t minWork) {
-    if (body->nsrc != 1 || body->src(0)->op != Op::END || body->src(0)->nsrc < 2) return body;
-    const UOp *e = body->src(0), *st = e->src(0), *r = e->src(1);
-    if (st->op != Op::STORE || st->src(0)->op != Op::INDEX || st->src(0)->src(0)->op != Op::PARAM) return body;
+    if (body->nsrc < 1 || body->src(0)->op != Op::END || body->src(0)->nsrc < 2) return body;
+    const UOp *r = body->src(0)->src(1);
     if (r->op != Op::RANGE || !r->arg || r->arg->kind != ArgKind::Tuple || r->arg->count < 2) return body;
     auto n = constBound(r->src(0));
-    const auto &indexRanges = freeRanges.at(st->src(0)->src(1));
-    if (!n || *n < 2 || *n > INT32_MAX || !std::binary_search(indexRanges.begin(), indexRanges.end(), r)) return body;
+    if (!n || *n < 2 || *n > INT32_MAX) return body;
+    // every store (the optimizer's interior and borders are several) runs in r's loop, its outermost,
+    // and writes where r says
+    for (const UOp *e : body->src()) {
+      if (e->op != Op::END || e->nsrc < 2 || e->src(1) != r) return body;
+      const UOp *st = e->src(0);
+      if (st->op != Op::STORE || st->src(0)->op != Op::INDEX || st->src(0)->src(0)->op != Op::PARAM) return body;
+      const auto &indexRanges = freeRanges.at(st->src(0)->src(1));
+      if (!std::binary_search(indexRanges.begin(), indexRanges.end(), r)) return body;
+    }
     if (mayRace(body)) return body;
     KernelWork w = kernelWork(body);
     auto ops = w.ops.constant(), loads = w.loads.constant();

@@ -5,6 +5,9 @@
 //    guarded against i < 0 and i >= size(buf), unless the gates and i's range prove it in bounds. The
 //    checks that are not proven become gate sources of the INDEX: CMPLT(-1, i) and CMPLT(i, size), in
 //    int64. After this pass an INDEX's gates are its whole validity: a renderer ANDs them, nothing more.
+//    An index that is valid only where c holds, WHERE(c, i, Invalid), becomes index i with gate c (the
+//    same access: the renderers and the interpreter treat an Invalid index as a false gate), so that the
+//    index stays affine in the loops.
 //  - Division. A signed FLOORDIV/FLOORMOD whose dividend is never negative and whose divisor is a positive
 //    constant is the C-style CDIV/CMOD (they agree there), which every target spells as one machine
 //    division; the floor forms keep their helper calls.
@@ -44,8 +47,21 @@ const UOp *lowerIndexKernel(Context &c, const UOp *body) {
     }
     const UOp *n = changed ? c.withSrc(u, srcs) : u;
     if (u->op == Op::INDEX && u->nsrc >= 2 && isBufferParam(u->src(0))) {
-      // analyzed on the original node: the rebuilt sources mean the same
-      VRange r = indexRangeGivenGates(sc, c, u->src(1), u->src().subspan(2));
+      // an index valid where c holds, WHERE(c, i, Invalid), is index i gated by c: the same access, with
+      // an index that stays affine (a padded read's lanes then load consecutive elements)
+      const UOp *w = u->src(1);
+      std::vector<const UOp *> given(u->src().begin() + 2, u->src().end());
+      if (w->op == Op::WHERE && w->src(2)->op == Op::CONST && w->src(2)->arg && w->src(2)->arg->kind == ArgKind::Invalid &&
+          w->src(1)->op != Op::WHERE) {
+        const UOp *cond = srcs[1]->src(0), *idx = srcs[1]->src(1);
+        srcs.erase(srcs.begin() + 1);
+        srcs.insert(srcs.begin() + 1, {idx, cond});
+        given.insert(given.begin(), w->src(0));
+        w = w->src(1);
+        n = c.make(Op::INDEX, u->dtype, srcs, u->arg, u->tag);
+      }
+      // analyzed on the original nodes: the rebuilt sources mean the same
+      VRange r = indexRangeGivenGates(sc, c, w, given);
       const UOp *size = u->src(0)->src(0);
       auto bound = constBound(size);
       std::vector<const UOp *> gates;

@@ -31,6 +31,7 @@
 #include "IR/Records.h"
 #include "Passes/Passes.h"
 #include "Passes/Rewrite.h"
+#include "Passes/Symbolic/Symbolic.h"
 
 #include <algorithm>
 #include <charconv>
@@ -41,26 +42,47 @@
 namespace uopc {
 namespace {
 
+/// upcast:AXIS:AMOUNT, or split:AXIS:LO:HI (amount = LO, hi = HI).
 struct Opt {
+  enum Kind { Upcast, Split } kind = Upcast;
   size_t axis = 0;
-  int64_t amount = 1;
-  std::string text() const { return "upcast:" + std::to_string(axis) + ":" + std::to_string(amount); }
+  int64_t amount = 1, hi = 0;
+  std::string text() const {
+    return kind == Upcast ? "upcast:" + std::to_string(axis) + ":" + std::to_string(amount)
+                          : "split:" + std::to_string(axis) + ":" + std::to_string(amount) + ":" + std::to_string(hi);
+  }
 };
 
-/// "upcast:A:N" -> Opt; throws Error naming the text otherwise.
+/// "upcast:A:N" or "split:A:LO:HI" -> Opt; throws Error naming the text otherwise.
 Opt parseOpt(std::string_view t) {
-  auto bad = [&]() -> Opt { fail("pass 'optimize': opt '" + std::string(t) + "' is not upcast:AXIS:AMOUNT"); };
-  if (!t.starts_with("upcast:")) return bad();
-  std::string_view rest = t.substr(7);
-  size_t colon = rest.find(':');
-  if (colon == std::string_view::npos) return bad();
-  int64_t axis = -1, amount = 0;
-  auto p1 = std::from_chars(rest.data(), rest.data() + colon, axis);
-  auto p2 = std::from_chars(rest.data() + colon + 1, rest.data() + rest.size(), amount);
-  if (p1.ec != std::errc() || p1.ptr != rest.data() + colon || p2.ec != std::errc() ||
-      p2.ptr != rest.data() + rest.size() || axis < 0 || axis > 64 || amount < 1 || amount > 4096)
-    return bad();
-  return {static_cast<size_t>(axis), amount};
+  auto bad = [&]() -> Opt {
+    fail("pass 'optimize': opt '" + std::string(t) + "' is not upcast:AXIS:AMOUNT or split:AXIS:LO:HI");
+  };
+  Opt o;
+  size_t colon = t.find(':');
+  std::string_view kind = t.substr(0, colon);
+  if (colon == std::string_view::npos || (kind != "upcast" && kind != "split")) return bad();
+  o.kind = kind == "upcast" ? Opt::Upcast : Opt::Split;
+  std::vector<int64_t> nums;
+  for (std::string_view rest = t.substr(colon + 1);;) {
+    size_t c = rest.find(':');
+    std::string_view f = rest.substr(0, c);
+    int64_t x = -1;
+    auto [ptr, ec] = std::from_chars(f.data(), f.data() + f.size(), x);
+    if (f.empty() || ec != std::errc() || ptr != f.data() + f.size() || x < 0 || x > INT32_MAX) return bad();
+    nums.push_back(x);
+    if (c == std::string_view::npos) break;
+    rest = rest.substr(c + 1);
+  }
+  if (nums.size() != (o.kind == Opt::Upcast ? 2u : 3u) || nums[0] > 64) return bad();
+  o.axis = static_cast<size_t>(nums[0]);
+  o.amount = nums[1];
+  if (o.kind == Opt::Upcast && (o.amount < 1 || o.amount > 4096)) return bad();
+  if (o.kind == Opt::Split) {
+    o.hi = nums[2];
+    if (o.amount >= o.hi) return bad();
+  }
+  return o;
 }
 
 /// opts=NAME/OPT/OPT;NAME -> {NAME: [opts]}.
@@ -118,8 +140,52 @@ std::optional<Shape> shapeOf(const UOp *sink) {
   return s;
 }
 
+/// Where a read's conditions hold: its gates and the condition of a WHERE(c, i, Invalid) index.
+std::vector<const UOp *> conditionsOf(const std::vector<const UOp *> &reads) {
+  std::vector<const UOp *> conds, work;
+  for (const UOp *rd : reads) {
+    const UOp *i = rd->src(1);
+    if (i->op == Op::WHERE && i->src(2)->op == Op::CONST && i->src(2)->arg && i->src(2)->arg->kind == ArgKind::Invalid)
+      work.push_back(i->src(0));
+    for (const UOp *g : rd->src().subspan(2)) work.push_back(g);
+  }
+  while (!work.empty()) { // the clauses of the ANDs
+    const UOp *g = work.back();
+    work.pop_back();
+    if (g->op == Op::AND && g->dtype == DType::Bool) work.insert(work.end(), {g->src(0), g->src(1)});
+    else conds.push_back(g);
+  }
+  std::sort(conds.begin(), conds.end());
+  conds.erase(std::unique(conds.begin(), conds.end()), conds.end());
+  return conds;
+}
+
+/// The interior of output loop r (size n): the values [lo, hi) of r for which every condition of
+/// `conds` that depends on r surely holds, whatever the other ranges are (range analysis of the
+/// condition with r a constant); nullopt when no condition depends on r, or the interior is empty or
+/// not one interval.
+std::optional<std::pair<int64_t, int64_t>> interiorOf(Context &c, const std::vector<const UOp *> &conds, const UOp *r,
+                                                      int64_t n) {
+  std::vector<const UOp *> dep;
+  for (const UOp *g : conds)
+    if (indexStride(g, r) != std::optional<int64_t>(0)) dep.push_back(g);
+  if (dep.empty() || n > 4096 || static_cast<int64_t>(dep.size()) * n > (1 << 16)) return std::nullopt;
+  RangeInfo ri;
+  int64_t lo = -1, hi = -1;
+  for (int64_t v = 0; v < n; ++v) {
+    bool holds = true;
+    for (const UOp *g : dep) holds = holds && ri.vmin(substitute(c, g, {{r, c.constInt(r->dtype, v)}})) >= 1;
+    if (holds && lo < 0) lo = v;
+    else if (holds && hi >= 0) return std::nullopt; // a second interval
+    else if (!holds && lo >= 0 && hi < 0) hi = v;
+  }
+  if (lo >= 0 && hi < 0) hi = n;
+  if (lo < 0 || (lo == 0 && hi == n)) return std::nullopt;
+  return std::pair{lo, hi};
+}
+
 /// The opts of level 2 for kernel shape s (see the file comment).
-std::vector<Opt> chooseOpts(const Shape &s, const PassTarget &target) {
+std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target) {
   if (s.reduces.empty() || s.reads.empty()) return {};
   // strides[read][axis]
   std::vector<std::vector<std::optional<int64_t>>> strides;
@@ -133,11 +199,17 @@ std::vector<Opt> chooseOpts(const Shape &s, const PassTarget &target) {
   size_t elem = 4;
   for (const UOp *red : s.reduces) elem = std::max<size_t>(elem, dtypeSize(red->dtype));
   int64_t vec = std::max<int64_t>(1, (target.vectorBytes > 0 ? target.vectorBytes : 16) / static_cast<int64_t>(elem));
+  // interiors: where a padded read's conditions surely hold
+  std::vector<const UOp *> conds = conditionsOf(s.reads);
+  std::vector<std::optional<std::pair<int64_t, int64_t>>> interior(s.axes.size());
+  std::vector<int64_t> sizes = s.sizes; // as the upcasts see them (the interior's)
+  for (size_t a = 0; a < s.axes.size(); ++a)
+    if ((interior[a] = interiorOf(c, conds, s.axes[a], s.sizes[a]))) sizes[a] = interior[a]->second - interior[a]->first;
   // the vector axis
   std::optional<size_t> va;
   size_t best = 0;
   for (size_t a = 0; a < s.axes.size(); ++a) {
-    if (!used[a] || s.sizes[a] % vec) continue;
+    if (!used[a] || sizes[a] < vec || (!interior[a] && sizes[a] % vec)) continue;
     size_t ones = 0;
     bool ok = true;
     for (size_t k = 0; k < s.reads.size(); ++k) {
@@ -147,70 +219,131 @@ std::vector<Opt> chooseOpts(const Shape &s, const PassTarget &target) {
     if (ok && ones > best) best = ones, va = a;
   }
   if (!va) return {};
-  int64_t vAmount = s.sizes[*va] % (2 * vec) == 0 ? 2 * vec : vec;
+  int64_t vAmount = interior[*va] ? (sizes[*va] >= 2 * vec ? 2 * vec : vec) : (s.sizes[*va] % (2 * vec) == 0 ? 2 * vec : vec);
+  if (interior[*va]) { // an interior of whole vectors; the rest is border
+    interior[*va]->second = interior[*va]->first + sizes[*va] / vAmount * vAmount;
+    sizes[*va] = interior[*va]->second - interior[*va]->first;
+  }
   // the reuse axis: a consecutive read along va does not move along it
   std::optional<size_t> ra;
   for (size_t a = 0; a < s.axes.size() && !ra; ++a) {
-    if (a == *va || !used[a] || s.sizes[a] % 2) continue;
+    if (a == *va || !used[a] || sizes[a] % 2) continue;
     for (size_t k = 0; k < s.reads.size(); ++k)
       if (strides[k][*va] == std::optional<int64_t>(1) && strides[k][a] == std::optional<int64_t>(0) &&
           std::all_of(strides[k].begin(), strides[k].end(), [](auto x) { return x.has_value(); }))
         ra = a;
   }
   std::vector<Opt> opts;
+  for (size_t a = 0; a < s.axes.size(); ++a) // the splits first, the vector axis's last
+    if (interior[a] && a != *va) opts.push_back({Opt::Split, a, interior[a]->first, interior[a]->second});
+  if (interior[*va]) opts.push_back({Opt::Split, *va, interior[*va]->first, interior[*va]->second});
   int64_t budget = 128 / vAmount;
   if (ra)
     for (int64_t amt : {8, 4, 2})
-      if (amt <= budget && s.sizes[*ra] % amt == 0) {
-        opts.push_back({*ra, amt});
+      if (amt <= budget && sizes[*ra] % amt == 0) {
+        opts.push_back({Opt::Upcast, *ra, amt});
         break;
       }
-  opts.push_back({*va, vAmount}); // last: the highest range number, the innermost lanes
+  opts.push_back({Opt::Upcast, *va, vAmount}); // last: the highest range number, the innermost lanes
   return opts;
 }
 
 struct Optimizer {
   Context &c;
 
+  const UOp *simplified(const UOp *x) {
+    SymbolicCtx sc;
+    return simplifyWith(c, x, symRules(), &sc);
+  }
+
+  /// One store of the kernel being tiled: its value, loops (nullptr: upcast whole) and lanes.
+  struct Piece {
+    const UOp *store;
+    std::vector<const UOp *> axes;
+    std::vector<int64_t> sizes;
+    std::vector<const UOp *> lanes;
+  };
+
   /// Applies opts to kernel SINK `sink` (its shape s); throws Error naming the kernel for an opt that
-  /// does not fit it.
+  /// does not fit it. Splits come first: each cuts the main piece's loop AXIS into [0, LO), [LO, HI) and
+  /// [HI, N), the outer two becoming stores of their own, the middle one staying the main piece,
+  /// simplified (its gates fold where the split proves them). An upcast then acts on the main piece and
+  /// on every other piece whose loop it divides (so that all keep one outer loop: the CPU thread split).
   const UOp *apply(const UOp *sink, const Shape &s, const std::vector<Opt> &opts, const std::string &name) {
     int64_t next = 0;
     for (const UOp *u : toposort(sink))
       if (u->op == Op::RANGE) next = std::max(next, rangeNumber(u) + 1);
-    std::vector<const UOp *> axes = s.axes, lanes;
-    std::vector<int64_t> sizes = s.sizes;
-    std::unordered_map<const UOp *, const UOp *> sub;
-    std::vector<bool> done(axes.size(), false);
+    std::vector<Piece> before, after;
+    Piece main{s.store, s.axes, s.sizes, {}};
+    std::vector<bool> done(s.axes.size(), false);
     std::vector<const Arg *> texts;
+    auto rangeLike = [&](const UOp *r, int64_t size, int64_t number, std::optional<AxisType> type) {
+      std::vector<const Arg *> elems(r->arg->elems().begin(), r->arg->elems().end());
+      elems[0] = c.argInt(number);
+      if (type) elems[1] = c.argAxisType(*type);
+      return c.make(Op::RANGE, r->dtype, {c.constInt(r->dtype, size)}, c.argTuple(elems), r->tag);
+    };
+    auto shifted = [&](const UOp *r, int64_t by) { return by ? c.make(Op::ADD, r->dtype, {r, c.constInt(r->dtype, by)}) : r; };
     for (const Opt &o : opts) {
       auto bad = [&](const std::string &why) {
         fail("pass 'optimize': kernel " + name + ": opt " + o.text() + ": " + why);
       };
-      if (o.axis >= axes.size()) bad("the kernel has " + std::to_string(axes.size()) + " output loops");
+      if (o.axis >= s.axes.size()) bad("the kernel has " + std::to_string(s.axes.size()) + " output loops");
       if (done[o.axis]) bad("that loop is upcast already");
-      if (sizes[o.axis] % o.amount) bad(std::to_string(o.amount) + " does not divide its " + std::to_string(sizes[o.axis]) + " iterations");
-      done[o.axis] = true;
       texts.push_back(c.argString(o.text()));
+      if (o.kind == Opt::Split) {
+        if (!main.lanes.empty()) bad("splits come before the upcasts");
+        const UOp *r = main.axes[o.axis];
+        int64_t lo = o.amount, hi = o.hi, n = main.sizes[o.axis];
+        if (hi > n) bad("the loop has " + std::to_string(n) + " iterations");
+        auto piece = [&](int64_t a, int64_t b) {
+          Piece p = main;
+          p.axes[o.axis] = rangeLike(r, b - a, next++, std::nullopt);
+          p.sizes[o.axis] = b - a;
+          p.store = simplified(substitute(c, main.store, {{r, shifted(p.axes[o.axis], a)}}));
+          return p;
+        };
+        if (lo > 0) before.push_back(piece(0, lo));
+        if (hi < n) after.insert(after.begin(), piece(hi, n));
+        const UOp *m = c.make(Op::RANGE, r->dtype, {c.constInt(r->dtype, hi - lo)}, r->arg, r->tag);
+        main.store = simplified(substitute(c, main.store, {{r, shifted(m, lo)}}));
+        main.axes[o.axis] = m;
+        main.sizes[o.axis] = hi - lo;
+        continue;
+      }
+      if (main.sizes[o.axis] % o.amount)
+        bad(std::to_string(o.amount) + " does not divide its " + std::to_string(main.sizes[o.axis]) + " iterations");
+      done[o.axis] = true;
       if (o.amount == 1) continue;
-      const UOp *r = axes[o.axis];
-      DType dt = r->dtype;
-      std::vector<const Arg *> elems(r->arg->elems().begin(), r->arg->elems().end());
-      const UOp *outer = c.make(Op::RANGE, dt, {c.constInt(dt, sizes[o.axis] / o.amount)}, r->arg, r->tag);
-      elems[0] = c.argInt(next++);
-      elems[1] = c.argAxisType(AxisType::UPCAST);
-      const UOp *lane = c.make(Op::RANGE, dt, {c.constInt(dt, o.amount)}, c.argTuple(elems), r->tag);
-      // (a loop upcast whole leaves no outer loop of one iteration)
-      sub[r] = o.amount == sizes[o.axis] ? lane : c.make(Op::ADD, dt, {c.make(Op::MUL, dt, {outer, c.constInt(dt, o.amount)}), lane});
-      axes[o.axis] = o.amount == sizes[o.axis] ? nullptr : outer;
-      lanes.push_back(lane);
+      const UOp *lane = nullptr;
+      auto upcast = [&](Piece &p) {
+        const UOp *r = p.axes[o.axis];
+        if (p.sizes[o.axis] % o.amount) return; // a border piece the amount does not divide
+        DType dt = r->dtype;
+        if (!lane) lane = rangeLike(r, o.amount, next++, AxisType::UPCAST);
+        const UOp *outer = c.make(Op::RANGE, dt, {c.constInt(dt, p.sizes[o.axis] / o.amount)}, r->arg, r->tag);
+        // (a loop upcast whole leaves no outer loop of one iteration)
+        bool whole = o.amount == p.sizes[o.axis];
+        const UOp *v = whole ? lane : c.make(Op::ADD, dt, {c.make(Op::MUL, dt, {outer, c.constInt(dt, o.amount)}), lane});
+        p.store = substitute(c, p.store, {{r, v}});
+        p.axes[o.axis] = whole ? nullptr : outer;
+        p.lanes.push_back(lane);
+      };
+      upcast(main);
+      for (Piece &p : before) upcast(p);
+      for (Piece &p : after) upcast(p);
     }
-    std::erase(axes, nullptr);
-    const UOp *store = sub.empty() ? s.store : substitute(c, s.store, sub);
-    std::vector<const UOp *> endSrc{store};
-    endSrc.insert(endSrc.end(), axes.begin(), axes.end());
-    endSrc.insert(endSrc.end(), lanes.begin(), lanes.end());
-    const UOp *end = c.make(Op::END, s.end->dtype, endSrc, s.end->arg, s.end->tag);
+    std::vector<const UOp *> ends;
+    auto endOf = [&](const Piece &p) {
+      std::vector<const UOp *> src{p.store};
+      for (const UOp *r : p.axes)
+        if (r) src.push_back(r);
+      src.insert(src.end(), p.lanes.begin(), p.lanes.end());
+      ends.push_back(c.make(Op::END, s.end->dtype, src, s.end->arg, s.end->tag));
+    };
+    for (const Piece &p : before) endOf(p);
+    endOf(main);
+    for (const Piece &p : after) endOf(p);
     // KernelInfo: the same fields, applied_opts added
     std::vector<std::pair<std::string_view, const Arg *>> fields;
     const Arg *info = sink->arg;
@@ -218,7 +351,7 @@ struct Optimizer {
       for (size_t k = 0; k < info->count; ++k)
         if (info->keys()[k] != "applied_opts") fields.emplace_back(info->keys()[k], info->elems()[k]);
     fields.emplace_back("applied_opts", c.argTuple(texts));
-    return c.make(Op::SINK, sink->dtype, {end}, makeRecord(c, "KernelInfo", fields), sink->tag);
+    return c.make(Op::SINK, sink->dtype, ends, makeRecord(c, "KernelInfo", fields), sink->tag);
   }
 };
 
@@ -247,7 +380,7 @@ void runOptimize(Graph &g, const PassContext &pc) {
       return o.apply(sink, *s, it->second, name);
     }
     if (level < 2 || !s || pc.target.gpuGrid) return sink;
-    std::vector<Opt> opts = chooseOpts(*s, pc.target);
+    std::vector<Opt> opts = chooseOpts(*g.ctx, *s, pc.target);
     return opts.empty() ? sink : o.apply(sink, *s, opts, name);
   });
   for (const auto &[name, opts] : hand)

@@ -286,9 +286,12 @@ struct Builder {
 
   /// True when the kernel surely writes every one of the numel elements of slot 0: each store to it is
   /// END(STORE(...), ranges) over constant ranges whose sizes multiply to at least numel, with no Invalid
-  /// (a gate) in its index or value. Conservative: false when unsure.
-  static bool coversAll(const UOp *body, int64_t numel) {
-    bool any = false;
+  /// (a gate) in its index or value; or, for several stores that each write less (the optimizer's
+  /// interior and borders), running their loops writes every element (Coverage.h). Conservative: false
+  /// when unsure.
+  bool coversAll(const UOp *body, int64_t numel, int64_t deviceNum) {
+    bool any = false, part = false; // part: a store covers less than numel (the optimizer's interior and borders)
+    Bound total = 0;
     for (const UOp *e : body->src()) {
       const UOp *st = e->op == Op::END ? e->src(0) : e;
       if (st->op != Op::STORE || st->src(0)->op != Op::INDEX || st->src(0)->src(0)->op != Op::PARAM) return false;
@@ -296,15 +299,21 @@ struct Builder {
       Bound n = 1;
       if (e->op == Op::END)
         for (const UOp *r : e->src().subspan(1)) {
+          if (r->op == Op::CONST) continue; // a loop of one iteration, folded (a border of one element)
           auto c = r->op == Op::RANGE ? constBound(r->src(0)) : std::nullopt;
           if (!c) return false;
           n = boundMul(n, *c);
         }
-      if (n < numel) return false;
       if (mayBeInvalid(st)) return false;
+      part = part || n < numel;
+      total = boundAdd(total, n);
       any = true;
     }
-    return any;
+    if (!any || total < numel) return false;
+    if (!part) return true;
+    // stores that together may cover it: run them (Coverage.h), exact or false
+    KeptElements k = keptElements(*g.ctx, {{body, deviceNum}}, numel);
+    return k.known && k.elements == 0;
   }
 
   /// coversAll on the kernel as each device runs it: `_device_num` bound to the device's index and the
@@ -315,7 +324,7 @@ struct Builder {
     for (size_t d = 0; d < std::max<size_t>(1, b.devices.size()); ++d) {
       SymbolicCtx sc;
       const UOp *k = bindVariables(*g.ctx, body, {{"_device_num", static_cast<int64_t>(d)}}, &sc);
-      if (!coversAll(simplifyWith(*g.ctx, k, symRules(), &sc), b.numel)) return false;
+      if (!coversAll(simplifyWith(*g.ctx, k, symRules(), &sc), b.numel, static_cast<int64_t>(d))) return false;
     }
     return true;
   }

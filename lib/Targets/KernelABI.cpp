@@ -76,10 +76,13 @@ KernelABI KernelABI::of(const UOp *call, std::string_view target) {
       abi.written.insert(ParamArg::slotOf(u->src(0)->src(0)->arg));
   }
   // the ops the kernel computes: its items'
+  const UOp *threadRange = nullptr;
   for (const UOp *u : linearItems(body)) {
-    if (isThreadRange(u)) {
+    if (isThreadRange(u)) { // (one RANGE, the loop of each store that runs in it)
       auto n = constBound(u->src(0));
-      if (!n || *n < 1 || *n > INT32_MAX || abi.parallel) failAt(u, "a THREAD loop must be the kernel's one loop of constant size split across threads");
+      if (!n || *n < 1 || *n > INT32_MAX || (threadRange && threadRange != u))
+        failAt(u, "a THREAD loop must be the kernel's one loop of constant size split across threads");
+      threadRange = u;
       abi.parallel = static_cast<int64_t>(*n);
     }
     if (u->op == Op::REDUCE && u->arg && u->arg->kind == ArgKind::Tuple && u->arg->count) {
