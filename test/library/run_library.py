@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The corpus through `uopc --emit library`: for every case of the public corpus on CPU devices, compile the
+"""The corpus through `uopc --emit library`: for every case of the public corpus (and with --perf the perf set,
+whose kernels are split across threads: the library runs each split loop whole) on CPU devices, compile the
 graph into a C library (`--name tlib`), check that a second compile gives byte-identical tlib.c/tlib.h, build
 it with `cc -std=c11 -Wall -Werror -O2 -c tlib.c`, link it with test/library/driver.c (which calls
 tlib_run_params), run it on the case's inputs and compare the outputs with tinygrad's (run_interpret.py's
@@ -188,17 +189,21 @@ def main():
     ap.add_argument("--uopc", required=True)
     ap.add_argument("--corpus", default=os.environ.get("UOPC_CORPUS", ""))
     ap.add_argument("--cc", default="cc")
+    ap.add_argument("--perf", action="store_true", help="also run the perf set (its kernels are split across threads)")
     ap.add_argument("--filter", default="")
     ap.add_argument("--timeout", type=float, default=300)
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     args = ap.parse_args()
-    root = os.path.join(args.corpus, "public")
-    if not os.path.isdir(root):
+    if not os.path.isdir(os.path.join(args.corpus, "public")):
         print(f"SKIP corpus-library: no corpus at '{args.corpus}'")
         print("0 passed, 0 failed, 1 skipped")
         return 0
-    cases = [(n, os.path.join(root, n)) for n in sorted(os.listdir(root))
-             if os.path.isfile(os.path.join(root, n, "case.json")) and args.filter in n]
+    cases = []
+    for s in ["public"] + (["perf"] if args.perf else []):
+        root = os.path.join(args.corpus, s)
+        if os.path.isdir(root):
+            cases += [(f"{s}/{n}", os.path.join(root, n)) for n in sorted(os.listdir(root))
+                      if os.path.isfile(os.path.join(root, n, "case.json")) and args.filter in n]
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         results = [r for rs in pool.map(lambda c: run_case(c[0], c[1], args), cases) for r in rs]
     counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
