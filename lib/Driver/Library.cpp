@@ -193,6 +193,12 @@ void writeBytes(std::ostringstream &c, const std::string &data) {
   if (data.empty()) c << "    0";
 }
 
+/// The C standard headers: NAME.h must not be one (a program built with -I DIR would include it instead).
+const std::set<std::string> kStdHeaders = {
+    "assert", "complex", "ctype", "errno", "fenv", "float", "inttypes", "iso646", "limits", "locale", "math",
+    "setjmp", "signal", "stdalign", "stdarg", "stdatomic", "stdbool", "stddef", "stdint", "stdio", "stdlib",
+    "stdnoreturn", "string", "tgmath", "threads", "time", "uchar", "wchar", "wctype"};
+
 int64_t roundUp64(int64_t n) { return (n + 63) / 64 * 64; }
 
 /// An int64_t constant in C (INT64_MIN has no literal of its own).
@@ -212,13 +218,15 @@ std::string defaultLibraryName(const std::string &graphPath) {
     stem = dir.empty() ? "model" : dir;
   }
   std::string name = identifier(stem, "m_");
-  return name == "m_" ? "model" : name;
+  if (name == "m_") return "model";
+  return kStdHeaders.count(name) ? name + "_model" : name;
 }
 
 void checkLibraryName(const std::string &name) {
   bool ok = !name.empty() && name.size() <= 64 && std::isalpha(static_cast<unsigned char>(name[0]));
   for (char ch : name) ok &= std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
   if (!ok) fail("--name '" + commentSafe(name) + "' is not a C identifier of at most 64 characters starting with a letter");
+  if (kStdHeaders.count(name)) fail("--name '" + name + "' would write " + name + ".h, the name of a C standard header");
 }
 
 LibraryFiles renderLibrary(const Manifest &m, const std::map<std::string, std::string> &kernelSources,
@@ -250,9 +258,9 @@ LibraryFiles renderLibrary(const Manifest &m, const std::map<std::string, std::s
     workspace += roundUp64(d.arenaBytes);
   }
 
-  std::string guard = N;
+  std::string guard = N; // UOPC_LIB_<NAME>_H: not a system header's guard even for a NAME such as `math`
   std::transform(guard.begin(), guard.end(), guard.begin(), [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-  guard += "_H";
+  guard = "UOPC_LIB_" + guard + "_H";
   std::ostringstream h;
   h << "/* " << N << ".h: the compiled graph " << commentSafe(o.graphName) << " as a C library (uopc --emit library).\n"
     << " *\n"

@@ -35,9 +35,11 @@ LibraryFiles renderLibrary(const manifest::Manifest &m, const std::map<std::stri
                            const LibraryOptions &options);
 
 /// The default NAME for a graph file: its stem as a C identifier, or, when the stem is `graph` (the
-/// exporter's graph.json), the name of the folder holding it (`mlp/graph.json` -> `mlp`).
+/// exporter's graph.json), the name of the folder holding it (`mlp/graph.json` -> `mlp`); `_model` appended
+/// to the name of a C standard header (`math.json` -> `math_model`).
 std::string defaultLibraryName(const std::string &graphPath);
-/// Throws Error unless `name` can prefix the library's C names: [A-Za-z][A-Za-z0-9_]*, at most 64 characters.
+/// Throws Error unless `name` can prefix the library's C names: [A-Za-z][A-Za-z0-9_]*, at most 64 characters,
+/// not the name of a C standard header (`math`: NAME.h would hide <math.h> from a program built with -I DIR).
 void checkLibraryName(const std::string &name);
 
 } // namespace uopc
