@@ -26,7 +26,6 @@
 #include <cctype>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <functional>
 #include <map>
 #include <tuple>
@@ -340,6 +339,8 @@ int compileMain(int argc, char **argv) {
     if (emit == "library") {
       if (target.emitter != Emitter::C || target.gpu)
         fail("--emit library needs the C target (--target c), not '" + std::string(target.name) + "'");
+      if (backend.cpu != "native")
+        fail("--cpu is for the kernels uopc-run builds; a library is built by its user's compiler, with its flags (-march=...)");
       if (libName.empty()) libName = defaultLibraryName(input);
       checkLibraryName(libName);
     }
