@@ -3,6 +3,7 @@
 // directory. Exit codes: 0 success, 1 bad input (one message on stderr), 2 bad usage.
 #include "Driver/Driver.h"
 
+#include "Driver/Library.h"
 #include "Driver/Manifest.h"
 #include "Driver/OutputDir.h"
 #include "Driver/Viz.h"
@@ -25,6 +26,7 @@
 #include <cctype>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <tuple>
 #include <unordered_map>
@@ -120,8 +122,9 @@ const UOp *canonicalBody(Context &c, const UOp *body) {
 }
 
 /// Renders every kernel step (one source per kernel and device, `_device_num` bound to the step's) and
-/// records the symbol each exports and, for the GPU mappings, the launch linearize put in its IR. With no
-/// `out`, only the latter, read from the IR: `--emit manifest` renders nothing.
+/// records the symbol each exports and, for the GPU mappings, the launch linearize put in its IR; each
+/// kernel file's text goes to `write` (file, text). With no `write`, only the launches, read from the IR:
+/// `--emit manifest` renders nothing.
 ///
 /// Kernels are rendered once per distinct body: a kernel SINK is hash-consed and refers to its buffers by
 /// argument slot, so two CALLs of the same SINK up to range numbering (canonicalBody: the same layer of a
@@ -129,7 +132,8 @@ const UOp *canonicalBody(Context &c, const UOp *body) {
 /// of their arguments; the later steps name the first one's file and symbol (tinygrad's kernel cache).
 /// perf_transformer_12L: 96 kernel steps, 7 sources.
 void emitKernels(Graph &g, const Schedule &s, const TargetInfo &target, const BackendOptions &opts,
-                 std::vector<KernelArtifact> &artifacts, OutputDir *out) {
+                 std::vector<KernelArtifact> &artifacts,
+                 const std::function<void(const std::string &, const std::string &)> &write) {
   std::map<std::tuple<const UOp *, size_t, int64_t, std::vector<DType>>, size_t> rendered;
   for (size_t i = 0; i < s.steps.size(); ++i) {
     const SchedStep &st = s.steps[i];
@@ -139,7 +143,7 @@ void emitKernels(Graph &g, const Schedule &s, const TargetInfo &target, const Ba
       a.global = {launch->first, 1, 1};
       a.local = {launch->second, 1, 1};
     }
-    if (!out) continue;
+    if (!write) continue;
     std::vector<DType> argTypes;
     for (const UOp *arg : st.call->src().subspan(1)) argTypes.push_back(arg->dtype);
     auto [it, isNew] = rendered.try_emplace({canonicalBody(*g.ctx, st.call->src(0)), st.device, st.deviceNum, std::move(argTypes)}, i);
@@ -150,7 +154,7 @@ void emitKernels(Graph &g, const Schedule &s, const TargetInfo &target, const Ba
     if (target.emitter == Emitter::C) {
       EmittedKernel k = emitCKernel(*g.ctx, st.call, st.deviceNum, a.symbol, CEmitOptions{opts.allowCustom});
       a.symbol = k.symbol;
-      out->write(a.file, k.source + "/* " + kernelSignature(st.call) + " */\n");
+      write(a.file, k.source + "/* " + kernelSignature(st.call) + " */\n");
       continue;
     }
     LLVMEmitOptions lo;
@@ -163,7 +167,7 @@ void emitKernels(Graph &g, const Schedule &s, const TargetInfo &target, const Ba
     a.symbol = k.symbol;
     if (k.launch && (k.launch->global != a.global || k.launch->local != a.local))
       fail("kernel " + a.symbol + ": the rendered launch differs from the one in its IR");
-    out->write(a.file, (target.gpu ? k.ptx + "// " : k.ir + "; ") + kernelSignature(st.call) + "\n");
+    write(a.file, (target.gpu ? k.ptx + "// " : k.ir + "; ") + kernelSignature(st.call) + "\n");
   }
 }
 
@@ -226,7 +230,7 @@ int compileMain(int argc, char **argv) {
                "  uopc GRAPH -o DIR          compile a graph (JSON or .uopb)\n"
                "  uopc convert IN -o OUT     re-encode a graph document (JSON <-> .uopb)",
                "uopc"};
-  std::string input, outDir, targetName(kTargets[0].name), pipelineText, emit;
+  std::string input, outDir, targetName(kTargets[0].name), pipelineText, emit, libName, embedParams;
   bool listPasses = false, stats = false;
   BackendOptions backend;
   int verbosity = 0;
@@ -268,8 +272,16 @@ int compileMain(int argc, char **argv) {
                  "and the opts chosen are in --print-after=optimize and the manifest's applied_opts");
   app.add_option("--emit", emit,
                  "What to write: 'kernels' (default) the kernel sources and manifest.json, 'manifest' only "
-                 "manifest.json (the schedule), 'graph' the final graph as graph.json")
-      ->check(CLI::IsMember({"graph", "manifest", "kernels"}));
+                 "manifest.json (the schedule), 'graph' the final graph as graph.json, 'library' one C library "
+                 "DIR/NAME.h + DIR/NAME.c (C target, CPU devices; docs/library.md)")
+      ->check(CLI::IsMember({"graph", "manifest", "kernels", "library"}));
+  app.add_option("--name", libName,
+                 "--emit library: the prefix of the library's C names and files (default: the graph file's stem, "
+                 "or its folder's name when the stem is 'graph')");
+  app.add_option("--embed-params", embedParams,
+                 "--emit library: bake the input parameters this .safetensors file holds (by parameter name; the "
+                 "exporter's inputs.safetensors as it is: its input0, input1, ... stay the caller's) into NAME.c "
+                 "as constant data");
   app.add_flag("--list-passes", listPasses, "List the registered passes and exit");
   app.add_flag("--stats", stats,
                "Print the work model (stdout): per kernel step its ALU ops on data, loads and stores (elements "
@@ -337,6 +349,16 @@ int compileMain(int argc, char **argv) {
     // Refuse before doing any work what cannot be produced: no partial output either way.
     if (backend.gridOnHost && target.id != Target::LLVM) fail("--grid-on-host needs --target llvm");
     if (stats && emit == "graph") fail("--stats counts the work of the scheduled kernels: use --emit kernels or manifest");
+    if (emit != "library" && (app.count("--name") || app.count("--embed-params")))
+      fail(std::string(app.count("--name") ? "--name" : "--embed-params") + " is for --emit library");
+    if (emit == "library") {
+      if (target.emitter != Emitter::C || target.gpu)
+        fail("--emit library needs the C target (--target c), not '" + std::string(target.name) + "'");
+      if (backend.cpu != "native")
+        fail("--cpu is for the kernels uopc-run builds; a library is built by its user's compiler, with its flags (-march=...)");
+      if (libName.empty()) libName = defaultLibraryName(input);
+      checkLibraryName(libName);
+    }
     if (target.gpu) checkGpuArch(backend.gpuArch);
     checkCpuName(backend.cpu, target);
     if (!vizFile.empty()) checkVizPath(vizFile);
@@ -371,9 +393,20 @@ int compileMain(int argc, char **argv) {
     } else {
       Schedule s = buildSchedule(g);
       std::vector<KernelArtifact> artifacts = defaultArtifacts(s, target.extension);
-      if (emit == "kernels") emitKernels(g, s, target, backend, artifacts, &out);
-      else if (target.gpu || backend.gridOnHost) emitKernels(g, s, target, backend, artifacts, nullptr);
-      out.write("manifest.json", manifestJson(s, target.id, artifacts, backend.cpu));
+      if (emit == "kernels")
+        emitKernels(g, s, target, backend, artifacts, [&](const std::string &f, const std::string &t) { out.write(f, t); });
+      else if (target.gpu || backend.gridOnHost) emitKernels(g, s, target, backend, artifacts, {});
+      if (emit == "library") {
+        // the library is rendered from the manifest as uopc-run reads it (its checks, its derived fields)
+        std::map<std::string, std::string> sources;
+        emitKernels(g, s, target, backend, artifacts, [&](const std::string &f, const std::string &t) { sources[f] = t; });
+        manifest::Manifest m = manifest::fromJson(manifestJson(s, target.id, artifacts, backend.cpu), "manifest");
+        LibraryFiles lib = renderLibrary(m, sources, {libName, input, embedParams});
+        out.write(libName + ".h", lib.header);
+        out.write(libName + ".c", lib.source);
+      } else {
+        out.write("manifest.json", manifestJson(s, target.id, artifacts, backend.cpu));
+      }
       if (stats) printStats(s, tensor, std::cout);
     }
     out.commit();

@@ -183,4 +183,10 @@ std::string preludeText(const std::set<Helper> &used) {
   return out;
 }
 
+std::string preludeAllText() {
+  std::set<Helper> all;
+  for (const HelperText &t : kHelpers) all.insert(t.h);
+  return preludeText(all);
+}
+
 } // namespace uopc::ctarget

@@ -30,5 +30,8 @@ enum class Helper {
 
 /// The C text of the helpers in `used` and of the helpers they call, in dependency order.
 std::string preludeText(const std::set<Helper> &used);
+/// The C text of every helper (preludeText of all of them): what `uopc --emit library` puts once before its
+/// kernels, whose own preludes are subsets of it.
+std::string preludeAllText();
 
 } // namespace uopc::ctarget
