@@ -115,7 +115,13 @@ def main():
         print(f"generating {len(missing)} case(s) into {a.data} (perf-run/gen-all.sh) ...", flush=True)
         subprocess.run([os.path.join(a.perf_run, "gen-all.sh"), a.tinygrad, a.data] + missing, check=True)
     rows, failed = [], 0
+    triad = []  # (uopc c ms, uopc llvm ms, triad ms) per round of sp_ew_fma_16m
     with tempfile.TemporaryDirectory(prefix="uopc-bench-kernels-") as tmp:
+        triad_exe = None
+        if "sp_ew_fma_16m" in names:  # the bandwidth reference: gcc -O3's triad, as many threads as uopc-run
+            triad_exe = os.path.join(tmp, "triad")
+            subprocess.run(["gcc", "-O3", "-march=native", "-std=c11", "-pthread", "-o", triad_exe,
+                            os.path.join(HERE, "triad.c")], check=True)
         for name in names:
             c = Case(name, os.path.join(a.data, name), tmp, a)
             try:
@@ -133,6 +139,9 @@ def main():
                         ms = c.uopc_ms(t, tmp)
                         times[t].append(ms)
                         ratios[t].append(tg / ms if ms > 0 else float("inf"))
+                    if name == "sp_ew_fma_16m" and triad_exe:
+                        tri = float(run([triad_exe, str(16 << 20), str(os.cpu_count() or 1), str(a.reps)]).strip())
+                        triad.append(({t: times[t][-1] for t in a.targets}, tri))
             except (RuntimeError, subprocess.TimeoutExpired) as e:
                 failed += 1
                 print(f"FAIL {name}: {e}")
@@ -156,6 +165,13 @@ def main():
         for t in a.targets:
             g = math.exp(sum(math.log(r[t + "_ratio"]) for r in rows) / len(rows))
             print(f"geometric mean ratio, {t}: {g:.2f} over {len(rows)} case(s)")
+    if triad:  # 4 arrays of 16M float32s move per run
+        gbs = lambda ms: 4 * (16 << 20) * 4 / (ms * 1e-3) / 1e9
+        tri = min(x[1] for x in triad)
+        print(f"\nsp_ew_fma_16m against gcc -O3's triad ({os.cpu_count()} threads, the same run): triad {tri:.2f} ms "
+              f"({gbs(tri):.1f} GB/s); " + ", ".join(
+                  f"{t} {min(x[0][t] for x in triad):.2f} ms ({gbs(min(x[0][t] for x in triad)):.1f} GB/s, "
+                  f"{100 * tri / min(x[0][t] for x in triad):.0f}% of the triad)" for t in a.targets))
     return 1 if failed else 0
 
 
