@@ -494,7 +494,23 @@ struct Emitter {
     if (auto *c = llvm::dyn_cast_or_null<llvm::ConstantInt>(ok); c && c->isOne()) ok = nullptr;
     Value *iv = ext64(i.v, u->src(1)->dtype);
     if (!ok) return {loadElem(u->dtype, elemPtr(slot, u->dtype, iv)), nullptr};
-    // gated: read element 0 (every buffer has one) where the gate does not hold, then replace the value
+    if (mapping != Mapping::PTX) {
+      // gated, on a CPU: load only where the gate holds (a branch the loop vectorizer turns into a masked
+      // load of consecutive elements; a select of the index would make it a gather)
+      llvm::BasicBlock *pre = b.GetInsertBlock();
+      auto *yes = llvm::BasicBlock::Create(lc, "ld", fn), *join = llvm::BasicBlock::Create(lc, "ld.join", fn);
+      b.CreateCondBr(ok, yes, join);
+      b.SetInsertPoint(yes);
+      Value *v = loadElem(u->dtype, elemPtr(slot, u->dtype, iv));
+      llvm::BasicBlock *loaded = b.GetInsertBlock();
+      b.CreateBr(join);
+      b.SetInsertPoint(join);
+      llvm::PHINode *phi = b.CreatePHI(v->getType(), 2);
+      phi->addIncoming(v, loaded);
+      phi->addIncoming(zeroOf(u->dtype), pre);
+      return {phi, ok};
+    }
+    // gated (PTX): read element 0 (every buffer has one) where the gate does not hold, then replace the value
     Value *safe = b.CreateSelect(ok, iv, i64(0));
     Value *v = loadElem(u->dtype, elemPtr(slot, u->dtype, safe));
     return {b.CreateSelect(ok, v, zeroOf(u->dtype)), ok};
