@@ -27,19 +27,23 @@ std::vector<std::string> appliedOpts(const UOp *sink) {
 }
 
 std::vector<const UOp *> accumulatorLanes(const UOp *reduce) {
-  std::vector<const UOp *> lanes;
-  if (reduce->op != Op::REDUCE || reduce->nsrc == 0) return lanes;
-  std::unordered_set<const UOp *> seen{reduce->src(0)};
-  std::vector<const UOp *> st{reduce->src(0)};
-  while (!st.empty()) {
-    const UOp *x = st.back();
-    st.pop_back();
-    if (isUpcastRange(x)) lanes.push_back(x);
-    for (const UOp *s : x->src())
-      if (seen.insert(s).second) st.push_back(s);
+  if (reduce->op != Op::REDUCE || reduce->nsrc == 0) return {};
+  // the UPCAST ranges free in each node of the body, sources first (a nested REDUCE binds its own)
+  std::unordered_map<const UOp *, std::vector<const UOp *>> free;
+  for (const UOp *x : toposort(reduce)) {
+    std::vector<const UOp *> f;
+    if (isUpcastRange(x)) f.push_back(x);
+    for (const UOp *s : x->src()) {
+      const auto &fs = free[s];
+      f.insert(f.end(), fs.begin(), fs.end());
+    }
+    if (x->op == Op::REDUCE || x->op == Op::END)
+      std::erase_if(f, [&](const UOp *r) { auto own = x->src().subspan(1); return std::find(own.begin(), own.end(), r) != own.end(); });
+    std::sort(f.begin(), f.end());
+    f.erase(std::unique(f.begin(), f.end()), f.end());
+    free[x] = std::move(f);
   }
-  auto own = reduce->src().subspan(1);
-  std::erase_if(lanes, [&](const UOp *r) { return std::find(own.begin(), own.end(), r) != own.end(); });
+  std::vector<const UOp *> lanes = free[reduce];
   std::sort(lanes.begin(), lanes.end(), [](const UOp *a, const UOp *b) {
     return rangeNumber(a) != rangeNumber(b) ? rangeNumber(a) < rangeNumber(b) : a->index < b->index;
   });

@@ -69,13 +69,21 @@ struct Block {
     std::unique_ptr<Block> child;
   };
   std::vector<Item> items;
-  size_t open = SIZE_MAX; ///< index of the child being filled (new items go before it)
+  /// The child being filled (new items go before it; null: at the end). A pointer, not an index: items
+  /// placed at an outer level while inner loops are open go before those loops and shift them.
+  Block *openChild = nullptr;
   std::unordered_set<const UOp *> memo;
 
+  /// Where new items go: before the open child, else at the end.
+  size_t openIndex() const {
+    if (!openChild) return items.size();
+    for (size_t i = items.size(); i-- > 0;)
+      if (items[i].child.get() == openChild) return i;
+    return items.size();
+  }
   void add(const UOp *u) {
     Item it{u, nullptr};
-    if (open == SIZE_MAX) items.push_back(std::move(it));
-    else items.insert(items.begin() + static_cast<long>(open++), std::move(it));
+    items.insert(items.begin() + static_cast<long>(openIndex()), std::move(it));
   }
 };
 
@@ -85,7 +93,7 @@ struct Linearizer {
   int64_t maxBlock = 256;
   std::unordered_map<const UOp *, std::vector<const UOp *>> freeRanges; // sorted by pointer; SPECIALs too
   std::vector<Block *> stack;
-  std::vector<size_t> openSaved;
+  std::vector<Block *> openSaved; ///< per open scope, its parent's open child before it
 
   // GPU: the launch and its thread coordinates
   const UOp *gidx = nullptr, *lidx = nullptr, *gid = nullptr;
@@ -128,10 +136,10 @@ struct Linearizer {
     child->cond = cond;
     if (key->op == Op::RANGE) child->memo.insert(key);
     Block *ch = child.get();
-    size_t pos = b->open == SIZE_MAX ? b->items.size() : b->open;
+    size_t pos = b->openIndex();
     b->items.insert(b->items.begin() + static_cast<long>(pos), Block::Item{nullptr, std::move(child)});
-    openSaved.push_back(b->open);
-    b->open = pos;
+    openSaved.push_back(b->openChild);
+    b->openChild = ch;
     stack.push_back(ch);
   }
   void openLoop(const UOp *r) {
@@ -142,9 +150,8 @@ struct Linearizer {
   void closeScope() {
     stack.pop_back();
     Block *b = stack.back();
-    size_t saved = openSaved.back();
+    b->openChild = openSaved.back();
     openSaved.pop_back();
-    b->open = saved == SIZE_MAX ? SIZE_MAX : saved + 1;
   }
 
   // ---- values -------------------------------------------------------------------------------------
@@ -203,7 +210,7 @@ struct Linearizer {
     laneCount(lanes); // (refuses a lane of non-constant size)
     stack[t]->add(u);
     std::vector<Block *> tail(stack.begin() + static_cast<long>(t) + 1, stack.end());
-    std::vector<size_t> tailSaved(openSaved.begin() + static_cast<long>(t), openSaved.end());
+    std::vector<Block *> tailSaved(openSaved.begin() + static_cast<long>(t), openSaved.end());
     stack.resize(t + 1);
     openSaved.resize(t);
     for (const UOp *r : u->src().subspan(1)) openLoop(r);

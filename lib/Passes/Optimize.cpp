@@ -22,6 +22,9 @@
 //   - the reuse axis: another output loop along which a consecutive read of the vector axis does not
 //     move (stride 0: it is reused across that loop's lanes), upcast by 8, 4 or 2;
 //   - at most 128 accumulator lanes per REDUCE (16 AVX2 registers of float32).
+// A padded read's loop is first split into its interior and borders (split:AXIS:LO:HI); a kernel with no
+// register tile may instead get partial accumulators for its reductions (partial:RAXIS:AMOUNT; see
+// docs/lowering.md for both).
 // Level 0 or 1 leaves kernels as they are (1 is reserved for cheaper choices). The option
 // opts=NAME/OPT/OPT;NAME2 gives a kernel's opts by hand instead (none for NAME2), as tinygrad's
 // opts_to_apply; kernels not named get the level's choice. GPU targets: no opts yet.
@@ -42,27 +45,28 @@
 namespace uopc {
 namespace {
 
-/// upcast:AXIS:AMOUNT, or split:AXIS:LO:HI (amount = LO, hi = HI).
+/// upcast:AXIS:AMOUNT, split:AXIS:LO:HI (amount = LO, hi = HI), or partial:RAXIS:AMOUNT (RAXIS: a
+/// reduction loop, by its position among the kernel's reduction ranges in range-number order).
 struct Opt {
-  enum Kind { Upcast, Split } kind = Upcast;
+  enum Kind { Upcast, Split, Partial } kind = Upcast;
   size_t axis = 0;
   int64_t amount = 1, hi = 0;
   std::string text() const {
-    return kind == Upcast ? "upcast:" + std::to_string(axis) + ":" + std::to_string(amount)
-                          : "split:" + std::to_string(axis) + ":" + std::to_string(amount) + ":" + std::to_string(hi);
+    std::string k = kind == Upcast ? "upcast:" : kind == Split ? "split:" : "partial:";
+    return k + std::to_string(axis) + ":" + std::to_string(amount) + (kind == Split ? ":" + std::to_string(hi) : "");
   }
 };
 
 /// "upcast:A:N" or "split:A:LO:HI" -> Opt; throws Error naming the text otherwise.
 Opt parseOpt(std::string_view t) {
   auto bad = [&]() -> Opt {
-    fail("pass 'optimize': opt '" + std::string(t) + "' is not upcast:AXIS:AMOUNT or split:AXIS:LO:HI");
+    fail("pass 'optimize': opt '" + std::string(t) + "' is not upcast:AXIS:AMOUNT, split:AXIS:LO:HI or partial:RAXIS:AMOUNT");
   };
   Opt o;
   size_t colon = t.find(':');
   std::string_view kind = t.substr(0, colon);
-  if (colon == std::string_view::npos || (kind != "upcast" && kind != "split")) return bad();
-  o.kind = kind == "upcast" ? Opt::Upcast : Opt::Split;
+  if (colon == std::string_view::npos || (kind != "upcast" && kind != "split" && kind != "partial")) return bad();
+  o.kind = kind == "upcast" ? Opt::Upcast : kind == "split" ? Opt::Split : Opt::Partial;
   std::vector<int64_t> nums;
   for (std::string_view rest = t.substr(colon + 1);;) {
     size_t c = rest.find(':');
@@ -74,10 +78,10 @@ Opt parseOpt(std::string_view t) {
     if (c == std::string_view::npos) break;
     rest = rest.substr(c + 1);
   }
-  if (nums.size() != (o.kind == Opt::Upcast ? 2u : 3u) || nums[0] > 64) return bad();
+  if (nums.size() != (o.kind == Opt::Split ? 3u : 2u) || nums[0] > 64) return bad();
   o.axis = static_cast<size_t>(nums[0]);
   o.amount = nums[1];
-  if (o.kind == Opt::Upcast && (o.amount < 1 || o.amount > 4096)) return bad();
+  if (o.kind != Opt::Split && (o.amount < 1 || o.amount > 4096)) return bad();
   if (o.kind == Opt::Split) {
     o.hi = nums[2];
     if (o.amount >= o.hi) return bad();
@@ -106,12 +110,20 @@ std::map<std::string, std::vector<Opt>, std::less<>> parseHandOpts(std::string_v
   return out;
 }
 
+/// Whether x's value depends on node r (r is in its cone).
+bool dependsOn(const UOp *x, const UOp *r) {
+  for (const UOp *u : toposort(x))
+    if (u == r) return true;
+  return false;
+}
+
 /// A kernel the opts apply to: SINK(END(STORE(INDEX(buffer, i), value), output ranges...)).
 struct Shape {
   const UOp *end = nullptr, *store = nullptr;
   std::vector<const UOp *> axes; ///< the END's ranges
   std::vector<int64_t> sizes;
   std::vector<const UOp *> reduces, reads; ///< the REDUCEs of the value; the buffer reads of their bodies
+  std::vector<const UOp *> reduceRanges;    ///< the ranges they reduce, by range number
 };
 
 std::optional<Shape> shapeOf(const UOp *sink) {
@@ -129,11 +141,19 @@ std::optional<Shape> shapeOf(const UOp *sink) {
     s.sizes.push_back(static_cast<int64_t>(*n));
   }
   for (const UOp *u : toposort(s.store->src(1)))
-    if (u->op == Op::REDUCE) s.reduces.push_back(u);
+    if (u->op == Op::REDUCE) {
+      s.reduces.push_back(u);
+      for (const UOp *r : u->src().subspan(1))
+        if (std::find(s.reduceRanges.begin(), s.reduceRanges.end(), r) == s.reduceRanges.end()) s.reduceRanges.push_back(r);
+    }
+  std::sort(s.reduceRanges.begin(), s.reduceRanges.end(), [](const UOp *a, const UOp *b) { return rangeNumber(a) < rangeNumber(b); });
   std::unordered_set<const UOp *> seenReads;
   for (const UOp *red : s.reduces)
     for (const UOp *x : toposort(red->src(0))) {
-      if (x != red && x->op == Op::REDUCE) return std::nullopt; // nested: not yet
+      // nested: only a REDUCE that does not move with the outer one's loops (linearize hoists it)
+      if (x != red && x->op == Op::REDUCE)
+        for (const UOp *r : red->src().subspan(1))
+          if (dependsOn(x, r)) return std::nullopt;
       if (x->op == Op::INDEX && x->nsrc >= 2 && x->src(0)->op == Op::PARAM && seenReads.insert(x).second)
         s.reads.push_back(x);
     }
@@ -184,6 +204,37 @@ std::optional<std::pair<int64_t, int64_t>> interiorOf(Context &c, const std::vec
   return std::pair{lo, hi};
 }
 
+/// Partial accumulators for a kernel with no register tile: a reduction's innermost loop R whose reads
+/// all move by 0 or 1 element along it, ungated by it, whose REDUCEs (none nested) all end in R and are a
+/// sum or a max, of 2 vectors' lanes (or one) dividing it: partial:R:AMOUNT.
+std::vector<Opt> choosePartial(const Shape &s, int64_t vec) {
+  std::vector<Opt> opts;
+  for (size_t k = 0; k < s.reduceRanges.size(); ++k) {
+    const UOp *r = s.reduceRanges[k];
+    auto n = r->op == Op::RANGE && r->nsrc == 1 ? constBound(r->src(0)) : std::nullopt;
+    if (!n) continue;
+    bool ok = true;
+    for (const UOp *red : s.reduces) {
+      auto rs = red->src().subspan(1);
+      if (std::find(rs.begin(), rs.end(), r) == rs.end()) continue;
+      Op op = red->arg && red->arg->kind == ArgKind::Tuple && red->arg->count ? red->arg->elems()[0]->op() : Op::MUL;
+      ok = ok && rs.back() == r && (op == Op::ADD || op == Op::MAX);
+    }
+    for (const UOp *rd : s.reads) {
+      auto st = indexStride(rd->src(1), r);
+      ok = ok && st && (*st == 0 || *st == 1);
+      for (const UOp *g : rd->src().subspan(2)) ok = ok && indexStride(g, r) == std::optional<int64_t>(0);
+    }
+    if (!ok) continue;
+    for (int64_t amt : {2 * vec, vec})
+      if (static_cast<int64_t>(*n) % amt == 0 && static_cast<int64_t>(*n) > amt) {
+        opts.push_back({Opt::Partial, k, amt});
+        break;
+      }
+  }
+  return opts;
+}
+
 /// The opts of level 2 for kernel shape s (see the file comment).
 std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target) {
   if (s.reduces.empty() || s.reads.empty()) return {};
@@ -218,7 +269,7 @@ std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target
     }
     if (ok && ones > best) best = ones, va = a;
   }
-  if (!va) return {};
+  if (!va) return choosePartial(s, vec);
   int64_t vAmount = interior[*va] ? (sizes[*va] >= 2 * vec ? 2 * vec : vec) : (s.sizes[*va] % (2 * vec) == 0 ? 2 * vec : vec);
   if (interior[*va]) { // an interior of whole vectors; the rest is border
     interior[*va]->second = interior[*va]->first + sizes[*va] / vAmount * vAmount;
@@ -264,6 +315,48 @@ struct Optimizer {
     std::vector<const UOp *> lanes;
   };
 
+  /// partial:R:A: each REDUCE whose last loop is reduction range R (size N, A dividing it) becomes
+  /// REDUCE(REDUCE(x[r -> r_o * A + r_u], ..., r_o), r_u) over an UPCAST range r_u: A accumulators, each
+  /// reducing every A-th element in order, then reduced into one in lane order (the only reassociation:
+  /// a float sum's partial sums; a max is the same).
+  template <typename Bad>
+  void partial(const Opt &o, const Shape &s, Piece &main, std::vector<Piece> &before, std::vector<Piece> &after,
+               int64_t &next, Bad bad) {
+    if (o.axis >= s.reduceRanges.size())
+      bad("the kernel has " + std::to_string(s.reduceRanges.size()) + " reduction loops");
+    const UOp *r = s.reduceRanges[o.axis];
+    auto n = r->op == Op::RANGE && r->nsrc == 1 ? constBound(r->src(0)) : std::nullopt;
+    if (!n || static_cast<int64_t>(*n) % o.amount || static_cast<int64_t>(*n) == o.amount)
+      bad(std::to_string(o.amount) + " does not divide that loop into several parts");
+    DType dt = r->dtype;
+    const UOp *outer = c.make(Op::RANGE, dt, {c.constInt(dt, static_cast<int64_t>(*n) / o.amount)}, r->arg, r->tag);
+    std::vector<const Arg *> elems(r->arg->elems().begin(), r->arg->elems().end());
+    elems[0] = c.argInt(next++);
+    elems[1] = c.argAxisType(AxisType::UPCAST);
+    const UOp *lane = c.make(Op::RANGE, dt, {c.constInt(dt, o.amount)}, c.argTuple(elems), r->tag);
+    const UOp *idx = c.make(Op::ADD, dt, {c.make(Op::MUL, dt, {outer, c.constInt(dt, o.amount)}), lane});
+    auto rewrite = [&](Piece &p) {
+      std::unordered_map<const UOp *, const UOp *> sub;
+      for (const UOp *u : toposort(p.store)) {
+        if (u->op != Op::REDUCE) continue;
+        auto rs = u->src().subspan(1);
+        if (std::find(rs.begin(), rs.end(), r) == rs.end()) continue;
+        if (rs.back() != r) bad("a REDUCE over it has loops inside it");
+        for (const UOp *x : toposort(u->src(0)))
+          if (x->op == Op::REDUCE && dependsOn(x, r)) bad("a REDUCE over it has a REDUCE over it inside");
+        std::vector<const UOp *> in{substitute(c, u->src(0), {{r, idx}})};
+        in.insert(in.end(), rs.begin(), rs.end() - 1);
+        in.push_back(outer);
+        const UOp *inner = c.make(Op::REDUCE, u->dtype, in, u->arg, u->tag);
+        sub[u] = c.make(Op::REDUCE, u->dtype, {inner, lane}, u->arg, u->tag);
+      }
+      if (!sub.empty()) p.store = substitute(c, p.store, sub);
+    };
+    rewrite(main);
+    for (Piece &p : before) rewrite(p);
+    for (Piece &p : after) rewrite(p);
+  }
+
   /// Applies opts to kernel SINK `sink` (its shape s); throws Error naming the kernel for an opt that
   /// does not fit it. Splits come first: each cuts the main piece's loop AXIS into [0, LO), [LO, HI) and
   /// [HI, N), the outer two becoming stores of their own, the middle one staying the main piece,
@@ -288,8 +381,8 @@ struct Optimizer {
       auto bad = [&](const std::string &why) {
         fail("pass 'optimize': kernel " + name + ": opt " + o.text() + ": " + why);
       };
-      if (o.axis >= s.axes.size()) bad("the kernel has " + std::to_string(s.axes.size()) + " output loops");
-      if (done[o.axis]) bad("that loop is upcast already");
+      if (o.kind != Opt::Partial && o.axis >= s.axes.size()) bad("the kernel has " + std::to_string(s.axes.size()) + " output loops");
+      if (o.kind != Opt::Partial && done[o.axis]) bad("that loop is upcast already");
       texts.push_back(c.argString(o.text()));
       if (o.kind == Opt::Split) {
         if (!main.lanes.empty()) bad("splits come before the upcasts");
@@ -309,6 +402,10 @@ struct Optimizer {
         main.store = simplified(substitute(c, main.store, {{r, shifted(m, lo)}}));
         main.axes[o.axis] = m;
         main.sizes[o.axis] = hi - lo;
+        continue;
+      }
+      if (o.kind == Opt::Partial) {
+        partial(o, s, main, before, after, next, bad);
         continue;
       }
       if (main.sizes[o.axis] % o.amount)

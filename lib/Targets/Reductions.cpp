@@ -41,7 +41,7 @@ bool splittableSum(const UOp *u) {
   if (u->op != Op::REDUCE || u->nsrc < 2 || !u->arg || u->arg->kind != ArgKind::Tuple || u->arg->count == 0) return false;
   if (u->arg->elems()[0]->op() != Op::ADD || !isFloat(u->dtype)) return false;
   const UOp *r = u->src(u->nsrc - 1);
-  if (r->op != Op::RANGE) return false;
+  if (r->op != Op::RANGE || isUpcastRange(r)) return false; // (the optimizer's partial sums, added in lane order)
   bool refused = stoppedIn(u->src(0), [&](const UOp *x) {
     if (x->op == Op::REDUCE) return false;
     if (!isBufferRead(x)) return true;
