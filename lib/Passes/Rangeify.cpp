@@ -29,6 +29,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <span>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -39,6 +40,10 @@ using namespace rangeify;
 
 constexpr int64_t kMaxRecompute = 8;
 constexpr int64_t kMaxScalarRecompute = 64;
+/// rangeify{max-kernel-ops}'s default: the most data ops one kernel computes. gcc 12 -O3 builds a
+/// 20,000-op kernel in about 5 s and 140 MB (docs/rangeify.md).
+constexpr int64_t kDefaultMaxKernelOps = 20000;
+constexpr int kMaxBoundRounds = 8;
 
 /// tinygrad's fix_store_hazard: a STORE whose value reads the buffer it writes through a PERMUTE or a FLIP
 /// (or a SHRINK, when the target is itself a shrunk view) would, as one kernel, read elements it has
@@ -226,9 +231,146 @@ private:
   }
 };
 
+// --- The kernel size bound (rangeify{max-kernel-ops=N}) -----------------------------------------------
+// A valid graph may ask for one kernel of any size: a STORE of an elementwise chain a million ops deep
+// is one kernel by every rule above (each value is read once), and the C compiler cannot build that
+// function (gcc 12's cc1 crashed after 7.5 min at -O3 on its 47 MB). Once stage removal is done, a
+// kernel computing more than N data ops has values in it staged until every kernel is within N.
+
+/// The data ops a kernel computes for `u` (what the bound counts): elementwise ops and reductions on
+/// data. Index arithmetic (weak ints), movement ops and reads count nothing.
+int64_t kernelOps(const UOp *u) {
+  if (isWeak(u->dtype) || u->dtype == DType::Void) return 0;
+  if (isElementwise(u->op) || u->op == Op::REDUCE || u->op == Op::CUSTOM || u->op == Op::CUSTOMI) return 1;
+  if (u->op == Op::STACK && u->nsrc > 1) return static_cast<int64_t>(u->nsrc) - 1; // a select per source
+  return 0;
+}
+
+/// The sources a kernel computing `u` lowers (as Lowerer::lower does): a movement op's or a REDUCE's
+/// first source only (the others are shape operands).
+std::span<const UOp *const> loweredSources(const UOp *u) {
+  auto s = u->src();
+  bool first = isMovement(u->op) || u->op == Op::REDUCE || u->op == Op::BIND || u->op == Op::DETACH ||
+               u->op == Op::CONTIGUOUS_BACKWARD;
+  return first && !s.empty() ? s.first(1) : s;
+}
+
+class KernelBound {
+public:
+  KernelBound(ShapeInfo &si, int64_t maxOps, std::function<bool(const UOp *)> isMat)
+      : si_(si), max_(maxOps), isMat_(std::move(isMat)) {}
+
+  /// The value nodes the kernel of `root` computes (a STORE, a staged value, CONTIGUOUS or STAGE), sources
+  /// before their users; the walk stops at what the kernel reads (materialized values, buffers, AFTERs)
+  /// and at constants and variables.
+  std::vector<const UOp *> cone(const UOp *root) {
+    std::vector<const UOp *> order;
+    const UOp *top = root->op == Op::STORE ? root->src(1)
+                     : root->op == Op::CONTIGUOUS || root->op == Op::STAGE ? root->src(0) : root;
+    if (top != root && leaf(top)) return order;
+    std::unordered_set<const UOp *> seen{top};
+    std::vector<std::pair<const UOp *, size_t>> work{{top, 0}};
+    while (!work.empty()) {
+      auto &[u, next] = work.back();
+      auto srcs = loweredSources(u);
+      if (next < srcs.size()) {
+        const UOp *s = srcs[next++];
+        if (!leaf(s) && seen.insert(s).second) work.push_back({s, 0});
+        continue;
+      }
+      order.push_back(u);
+      work.pop_back();
+    }
+    return order;
+  }
+
+  static int64_t ops(const std::vector<const UOp *> &cone) {
+    int64_t n = 0;
+    for (const UOp *u : cone) n += kernelOps(u);
+    return n;
+  }
+
+  /// Picks values of an over-large kernel's cone to stage. Sizes flow from sources to users: a node
+  /// passes its size on split evenly among its users in the kernel, so the root receives exactly the
+  /// kernel's op count, and a chain's sizes count its ops. Where a node's size passes N, its largest
+  /// incoming shares are cut (staged, or the stageable value under a movement op) until it is within N:
+  /// a chain is cut every N ops, a tree of sums into subtrees of at most N. A value with several users
+  /// in the kernel is staged itself once its size passes N/2. Shares are an estimate where values are
+  /// shared (a cut kernel may still be over N): the caller measures the kernels again.
+  std::vector<const UOp *> cuts(const std::vector<const UOp *> &cone) {
+    std::unordered_map<const UOp *, int64_t> users;
+    std::unordered_map<const UOp *, double> size;
+    for (const UOp *u : cone) size.emplace(u, 0.0);
+    for (const UOp *u : cone)
+      for (const UOp *s : distinct(u))
+        if (size.count(s)) ++users[s];
+    std::vector<const UOp *> out;
+    std::unordered_set<const UOp *> cut;
+    for (const UOp *u : cone) {
+      double sz = static_cast<double>(kernelOps(u));
+      std::vector<std::pair<double, const UOp *>> shares;
+      for (const UOp *s : distinct(u)) {
+        auto it = size.find(s);
+        if (it == size.end() || cut.count(s)) continue;
+        shares.push_back({it->second / static_cast<double>(users[s]), s});
+        sz += shares.back().first;
+      }
+      if (sz > static_cast<double>(max_)) {
+        std::stable_sort(shares.begin(), shares.end(), [](const auto &a, const auto &b) { return a.first > b.first; });
+        for (const auto &[share, s] : shares) {
+          if (sz <= static_cast<double>(max_)) break;
+          const UOp *t = cutPoint(s, size);
+          if (!t || !cut.insert(t).second) continue;
+          out.push_back(t);
+          size[t] = 0.0;
+          size[s] = 0.0;
+          sz -= share;
+        }
+      }
+      // a value shared in the kernel is cut itself once it is half the bound: cutting one of its users
+      // instead would compute it in both kernels (x -> x*c + x, a million times)
+      if (users[u] > 1 && sz > static_cast<double>(max_) / 2 && stageable(u) && cut.insert(u).second) {
+        out.push_back(u);
+        sz = 0.0;
+      }
+      size[u] = sz;
+    }
+    return out;
+  }
+
+private:
+  ShapeInfo &si_;
+  int64_t max_;
+  std::function<bool(const UOp *)> isMat_;
+
+  bool leaf(const UOp *u) const {
+    return isMat_(u) || Lowerer::isBuffer(u) || u->op == Op::AFTER || u->op == Op::CONST || u->op == Op::PARAM;
+  }
+  static std::vector<const UOp *> distinct(const UOp *u) {
+    std::vector<const UOp *> v;
+    for (const UOp *s : loweredSources(u))
+      if (std::find(v.begin(), v.end(), s) == v.end()) v.push_back(s);
+    return v;
+  }
+  /// What a STAGE may wrap: a value on a device with a shape (as the stage candidates).
+  bool stageable(const UOp *u) const {
+    return (isElementwise(u->op) || u->op == Op::REDUCE) && !isWeak(u->dtype) && u->dtype != DType::Void &&
+           !si_.device(u).empty() && si_.shape(u);
+  }
+  /// `s`, or the value under a chain of single-source movement ops from it, when it can be staged.
+  const UOp *cutPoint(const UOp *s, const std::unordered_map<const UOp *, double> &inCone) const {
+    while (!stageable(s)) {
+      auto srcs = loweredSources(s);
+      if (srcs.size() != 1 || !inCone.count(srcs[0]) || kernelOps(s) != 0) return nullptr;
+      s = srcs[0];
+    }
+    return s;
+  }
+};
+
 } // namespace
 
-void runRangeify(Graph &g, const PassContext &) {
+void runRangeify(Graph &g, const PassContext &pc) {
   Context &c = *g.ctx;
   checkStateCycles(g, g.root);
   const UOp *root = fixStoreHazards(c, normalizeAfters(c, g.root));
@@ -527,6 +669,32 @@ void runRangeify(Graph &g, const PassContext &) {
     }
     readers.erase(s);
     cone.removed(s);
+  }
+
+  // The kernel size bound: stage values of kernels over max-kernel-ops (0: no bound) until none is,
+  // measured again after each round (a round cuts a chain in one go; shared values may need another).
+  if (int64_t maxOps = pc.intOption("max-kernel-ops", kDefaultMaxKernelOps, 0, INT64_MAX); maxOps > 0) {
+    KernelBound bound(si, maxOps, isMat);
+    std::vector<const UOp *> roots;
+    for (const UOp *u : topo)
+      if (u->op == Op::STORE || staged.count(u) || u->op == Op::CONTIGUOUS || u->op == Op::STAGE) roots.push_back(u);
+    for (int round = 0; round < kMaxBoundRounds && !roots.empty(); ++round) {
+      std::vector<const UOp *> added;
+      for (const UOp *r : roots) {
+        std::vector<const UOp *> cone = bound.cone(r);
+        if (KernelBound::ops(cone) <= maxOps) continue;
+        for (const UOp *t : bound.cuts(cone))
+          if (staged.insert(t).second) {
+            forced.insert(t); // not removable: the bound needs it
+            added.push_back(t);
+          }
+      }
+      // measure every kernel again (linear in the graph): the new ones, and those they were cut from
+      if (added.empty()) break;
+      roots.clear();
+      for (const UOp *u : topo)
+        if (u->op == Op::STORE || staged.count(u) || u->op == Op::CONTIGUOUS || u->op == Op::STAGE) roots.push_back(u);
+    }
   }
 
   // mark what stays: x -> STAGE(x), rebuilt bottom-up so that stages nest
