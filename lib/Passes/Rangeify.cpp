@@ -16,6 +16,12 @@
 //    duplicate a reduction).
 // "Work" is the work model's (docs/rangeify.md): consumption counts implicit broadcasts, and each read
 // knows how often it executes in its kernel's loops, so nothing expensive lands in a loop it does not need.
+// Then the kernel size bound (option max-kernel-ops=N, default 20,000; 0: none): a kernel computing more
+// than N data ops (elementwise ops and reductions on data: index math, movement ops and reads are free)
+// has values of its cone staged, not removable, until every kernel is within N (KernelBound below): a
+// valid graph a million ops deep (one STORE of a chain, every value read once) would otherwise be one
+// kernel that the C compiler cannot build (gcc 12's cc1 crashed on its 47 MB of C). Kernels within N are
+// untouched, so ordinary graphs are as before (the largest corpus kernel has 1,542 ops).
 // What stays is marked STAGE(x) (arg BufferizeOpts); kernel-split builds the kernels.
 //
 // Precondition: invalid-pad, multi-lower and reduce-identity ran (tensor-level graph, no MULTI forms).
@@ -258,30 +264,34 @@ std::span<const UOp *const> loweredSources(const UOp *u) {
 class KernelBound {
 public:
   KernelBound(ShapeInfo &si, int64_t maxOps, std::function<bool(const UOp *)> isMat)
-      : si_(si), max_(maxOps), isMat_(std::move(isMat)) {}
+      : si_(si), max_(static_cast<double>(maxOps)), isMat_(std::move(isMat)) {}
 
   /// The value nodes the kernel of `root` computes (a STORE, a staged value, CONTIGUOUS or STAGE), sources
   /// before their users; the walk stops at what the kernel reads (materialized values, buffers, AFTERs)
-  /// and at constants and variables.
-  std::vector<const UOp *> cone(const UOp *root) {
-    std::vector<const UOp *> order;
+  /// and at constants and variables. Starts a new kernel: cuts() works on the cone returned last.
+  const std::vector<const UOp *> &cone(const UOp *root) {
+    t_.clear();
+    order_.clear();
     const UOp *top = root->op == Op::STORE ? root->src(1)
                      : root->op == Op::CONTIGUOUS || root->op == Op::STAGE ? root->src(0) : root;
-    if (top != root && leaf(top)) return order;
-    std::unordered_set<const UOp *> seen{top};
+    if (top != root && leaf(top)) return order_;
+    t_.at(top).inCone = true;
     std::vector<std::pair<const UOp *, size_t>> work{{top, 0}};
     while (!work.empty()) {
       auto &[u, next] = work.back();
       auto srcs = loweredSources(u);
       if (next < srcs.size()) {
         const UOp *s = srcs[next++];
-        if (!leaf(s) && seen.insert(s).second) work.push_back({s, 0});
+        if (!leaf(s) && !t_.at(s).inCone) {
+          t_.at(s).inCone = true;
+          work.push_back({s, 0});
+        }
         continue;
       }
-      order.push_back(u);
+      order_.push_back(u);
       work.pop_back();
     }
-    return order;
+    return order_;
   }
 
   static int64_t ops(const std::vector<const UOp *> &cone) {
@@ -290,67 +300,80 @@ public:
     return n;
   }
 
-  /// Picks values of an over-large kernel's cone to stage. Sizes flow from sources to users: a node
-  /// passes its size on split evenly among its users in the kernel, so the root receives exactly the
-  /// kernel's op count, and a chain's sizes count its ops. Where a node's size passes N, its largest
-  /// incoming shares are cut (staged, or the stageable value under a movement op) until it is within N:
-  /// a chain is cut every N ops, a tree of sums into subtrees of at most N. A value with several users
-  /// in the kernel is staged itself once its size passes N/2. Shares are an estimate where values are
-  /// shared (a cut kernel may still be over N): the caller measures the kernels again.
-  std::vector<const UOp *> cuts(const std::vector<const UOp *> &cone) {
-    std::unordered_map<const UOp *, int64_t> users;
-    std::unordered_map<const UOp *, double> size;
-    for (const UOp *u : cone) size.emplace(u, 0.0);
-    for (const UOp *u : cone)
-      for (const UOp *s : distinct(u))
-        if (size.count(s)) ++users[s];
+  /// Picks values of the last cone() to stage. Sizes flow from sources to users: a node passes its size
+  /// on split evenly among its users in the kernel, so the root receives exactly the kernel's op count,
+  /// and a chain's sizes count its ops. Where a node's size passes N, its largest incoming shares are cut
+  /// (staged, or the stageable value under a movement op) until it is within N: a chain is cut every N
+  /// ops, a tree of sums into subtrees of at most N. A value with several users in the kernel is staged
+  /// itself once its size passes N/2. Shares are an estimate where values are shared (a cut kernel may
+  /// still be over N): the caller measures the kernels again.
+  std::vector<const UOp *> cuts() {
+    for (const UOp *u : order_)
+      forDistinct(u, [&](const UOp *s) {
+        if (Slot *x = inCone(s)) ++x->users;
+      });
     std::vector<const UOp *> out;
-    std::unordered_set<const UOp *> cut;
-    for (const UOp *u : cone) {
+    std::vector<std::pair<double, const UOp *>> shares;
+    for (const UOp *u : order_) {
       double sz = static_cast<double>(kernelOps(u));
-      std::vector<std::pair<double, const UOp *>> shares;
-      for (const UOp *s : distinct(u)) {
-        auto it = size.find(s);
-        if (it == size.end() || cut.count(s)) continue;
-        shares.push_back({it->second / static_cast<double>(users[s]), s});
+      shares.clear();
+      forDistinct(u, [&](const UOp *s) {
+        Slot *x = inCone(s);
+        if (!x || x->cut) return;
+        shares.push_back({x->size / x->users, s});
         sz += shares.back().first;
-      }
-      if (sz > static_cast<double>(max_)) {
+      });
+      if (sz > max_) {
         std::stable_sort(shares.begin(), shares.end(), [](const auto &a, const auto &b) { return a.first > b.first; });
         for (const auto &[share, s] : shares) {
-          if (sz <= static_cast<double>(max_)) break;
-          const UOp *t = cutPoint(s, size);
-          if (!t || !cut.insert(t).second) continue;
-          out.push_back(t);
-          size[t] = 0.0;
-          size[s] = 0.0;
+          if (sz <= max_) break;
+          const UOp *c = cutPoint(s);
+          if (!c || t_.at(c).cut) continue;
+          t_.at(c).cut = true;
+          t_.at(c).size = 0.0;
+          t_.at(s).size = 0.0;
+          out.push_back(c);
           sz -= share;
         }
       }
+      Slot &x = t_.at(u);
       // a value shared in the kernel is cut itself once it is half the bound: cutting one of its users
-      // instead would compute it in both kernels (x -> x*c + x, a million times)
-      if (users[u] > 1 && sz > static_cast<double>(max_) / 2 && stageable(u) && cut.insert(u).second) {
+      // instead would compute it in both kernels (x -> max(x + 1, x), a million times)
+      if (x.users > 1 && sz > max_ / 2 && !x.cut && stageable(u)) {
+        x.cut = true;
         out.push_back(u);
         sz = 0.0;
       }
-      size[u] = sz;
+      x.size = sz;
     }
     return out;
   }
 
 private:
+  struct Slot {
+    uint32_t gen = 0;
+    bool inCone = false, cut = false;
+    int32_t users = 0;
+    double size = 0.0;
+  };
   ShapeInfo &si_;
-  int64_t max_;
+  double max_;
   std::function<bool(const UOp *)> isMat_;
+  StampedTable<Slot> t_;
+  std::vector<const UOp *> order_;
 
+  Slot *inCone(const UOp *u) {
+    const Slot *x = t_.find(u);
+    return x && x->inCone ? &t_.at(u) : nullptr;
+  }
   bool leaf(const UOp *u) const {
     return isMat_(u) || Lowerer::isBuffer(u) || u->op == Op::AFTER || u->op == Op::CONST || u->op == Op::PARAM;
   }
-  static std::vector<const UOp *> distinct(const UOp *u) {
-    std::vector<const UOp *> v;
-    for (const UOp *s : loweredSources(u))
-      if (std::find(v.begin(), v.end(), s) == v.end()) v.push_back(s);
-    return v;
+  template <typename F> static void forDistinct(const UOp *u, F f) {
+    auto srcs = loweredSources(u);
+    for (size_t i = 0; i < srcs.size(); ++i)
+      if (std::find(srcs.begin(), srcs.begin() + static_cast<long>(i), srcs[i]) == srcs.begin() + static_cast<long>(i))
+        f(srcs[i]);
   }
   /// What a STAGE may wrap: a value on a device with a shape (as the stage candidates).
   bool stageable(const UOp *u) const {
@@ -358,10 +381,10 @@ private:
            !si_.device(u).empty() && si_.shape(u);
   }
   /// `s`, or the value under a chain of single-source movement ops from it, when it can be staged.
-  const UOp *cutPoint(const UOp *s, const std::unordered_map<const UOp *, double> &inCone) const {
+  const UOp *cutPoint(const UOp *s) {
     while (!stageable(s)) {
       auto srcs = loweredSources(s);
-      if (srcs.size() != 1 || !inCone.count(srcs[0]) || kernelOps(s) != 0) return nullptr;
+      if (srcs.size() != 1 || !inCone(srcs[0]) || kernelOps(s) != 0) return nullptr;
       s = srcs[0];
     }
     return s;
@@ -673,7 +696,10 @@ void runRangeify(Graph &g, const PassContext &pc) {
 
   // The kernel size bound: stage values of kernels over max-kernel-ops (0: no bound) until none is,
   // measured again after each round (a round cuts a chain in one go; shared values may need another).
-  if (int64_t maxOps = pc.intOption("max-kernel-ops", kDefaultMaxKernelOps, 0, INT64_MAX); maxOps > 0) {
+  // A kernel's ops are distinct nodes of the graph: when the whole graph has no more, no kernel is measured.
+  int64_t maxOps = pc.intOption("max-kernel-ops", kDefaultMaxKernelOps, 0, INT64_MAX), graphOps = 0;
+  for (const UOp *u : topo) graphOps = satAdd(graphOps, kernelOps(u));
+  if (maxOps > 0 && graphOps > maxOps) {
     KernelBound bound(si, maxOps, isMat);
     std::vector<const UOp *> roots;
     for (const UOp *u : topo)
@@ -681,9 +707,8 @@ void runRangeify(Graph &g, const PassContext &pc) {
     for (int round = 0; round < kMaxBoundRounds && !roots.empty(); ++round) {
       std::vector<const UOp *> added;
       for (const UOp *r : roots) {
-        std::vector<const UOp *> cone = bound.cone(r);
-        if (KernelBound::ops(cone) <= maxOps) continue;
-        for (const UOp *t : bound.cuts(cone))
+        if (KernelBound::ops(bound.cone(r)) <= maxOps) continue;
+        for (const UOp *t : bound.cuts())
           if (staged.insert(t).second) {
             forced.insert(t); // not removable: the bound needs it
             added.push_back(t);
