@@ -264,7 +264,7 @@ std::span<const UOp *const> loweredSources(const UOp *u) {
 class KernelBound {
 public:
   KernelBound(ShapeInfo &si, int64_t maxOps, std::function<bool(const UOp *)> isMat)
-      : si_(si), max_(static_cast<double>(maxOps)), isMat_(std::move(isMat)) {}
+      : si_(si), max_(maxOps), isMat_(std::move(isMat)) {}
 
   /// The value nodes the kernel of `root` computes (a STORE, a staged value, CONTIGUOUS or STAGE), sources
   /// before their users; the walk stops at what the kernel reads (materialized values, buffers, AFTERs)
@@ -300,51 +300,74 @@ public:
     return n;
   }
 
-  /// Picks values of the last cone() to stage. Sizes flow from sources to users: a node passes its size
-  /// on split evenly among its users in the kernel, so the root receives exactly the kernel's op count,
-  /// and a chain's sizes count its ops. Where a node's size passes N, its largest incoming shares are cut
-  /// (staged, or the stageable value under a movement op) until it is within N: a chain is cut every N
-  /// ops, a tree of sums into subtrees of at most N. A value with several users in the kernel is staged
-  /// itself once its size passes N/2. Shares are an estimate where values are shared (a cut kernel may
-  /// still be over N): the caller measures the kernels again.
+  /// Picks values of the last cone() to stage so that no kernel it leaves computes more than N ops, and
+  /// none computes an op another one does. The cone, in its order (a post-order walk: what one value
+  /// needs stays together), is cut into segments of at most N ops; then, users before sources:
+  ///  - a value read by a later segment is staged (so each kernel's cone stays in its segment, within N);
+  ///  - so is a value whose users belong to different kernels (the kernel of a node: itself when it is
+  ///    staged or the root, else its users' kernel): inlined, it would be computed in each of them.
+  /// A value that cannot be staged (a movement op, an index) stays in each kernel reading it and hands
+  /// the question to its sources. A chain is cut every N ops; `x -> max(x + 1, x)` at a shared `x`.
   std::vector<const UOp *> cuts() {
-    for (const UOp *u : order_)
-      forDistinct(u, [&](const UOp *s) {
-        if (Slot *x = inCone(s)) ++x->users;
+    // Segments end where the fewest values are live (a waist: between two layers, one value) among the
+    // places leaving the segment between N/2 and N ops: each value live across a segment end is staged.
+    size_t n = order_.size();
+    std::vector<int64_t> opsBefore(n + 1, 0), live(n + 1, 0);
+    for (size_t k = 0; k < n; ++k) {
+      t_.at(order_[k]).pos = static_cast<int64_t>(k);
+      opsBefore[k + 1] = opsBefore[k] + kernelOps(order_[k]);
+    }
+    for (size_t k = 0; k < n; ++k)
+      forDistinct(order_[k], [&](const UOp *s) {
+        if (Slot *y = inCone(s)) y->lastUse = static_cast<int64_t>(k);
       });
+    for (size_t k = 0; k < n; ++k) { // live[p]: values before p read at or after p
+      const Slot &x = t_.at(order_[k]);
+      if (x.lastUse > x.pos) {
+        ++live[k + 1];
+        --live[static_cast<size_t>(x.lastUse) + 1];
+      }
+    }
+    for (size_t p = 1; p <= n; ++p) live[p] += live[p - 1];
+    int32_t seg = 0;
+    for (size_t start = 0; start < n; ++seg) {
+      size_t end = n;
+      if (opsBefore[n] - opsBefore[start] > max_) {
+        end = start + 1;
+        int64_t best = INT64_MAX;
+        for (size_t p = start + 1; p < n && opsBefore[p] - opsBefore[start] <= max_; ++p)
+          if (opsBefore[p] - opsBefore[start] >= max_ / 2 && live[p] <= best) {
+            best = live[p];
+            end = p;
+          }
+        if (best == INT64_MAX) // no place in [N/2, N]: the last one within N
+          while (end + 1 < n && opsBefore[end + 1] - opsBefore[start] <= max_) ++end;
+      }
+      for (size_t k = start; k < end; ++k) t_.at(order_[k]).segment = seg;
+      start = end;
+    }
     std::vector<const UOp *> out;
-    std::vector<std::pair<double, const UOp *>> shares;
-    for (const UOp *u : order_) {
-      double sz = static_cast<double>(kernelOps(u));
-      shares.clear();
-      forDistinct(u, [&](const UOp *s) {
-        Slot *x = inCone(s);
-        if (!x || x->cut) return;
-        shares.push_back({x->size / x->users, s});
-        sz += shares.back().first;
-      });
-      if (sz > max_) {
-        std::stable_sort(shares.begin(), shares.end(), [](const auto &a, const auto &b) { return a.first > b.first; });
-        for (const auto &[share, s] : shares) {
-          if (sz <= max_) break;
-          const UOp *c = cutPoint(s);
-          if (!c || t_.at(c).cut) continue;
-          t_.at(c).cut = true;
-          t_.at(c).size = 0.0;
-          t_.at(s).size = 0.0;
-          out.push_back(c);
-          sz -= share;
+    for (size_t k = order_.size(); k-- > 0;) {
+      const UOp *u = order_[k];
+      Slot &x = t_.at(u);
+      bool root = k + 1 == order_.size();
+      if (!root && (x.readLater || x.shared)) {
+        if (stageable(u)) {
+          root = true;
+          out.push_back(u);
+        } else {
+          x.shared = true; // computed in every kernel reading it: its sources are asked the same
         }
       }
-      Slot &x = t_.at(u);
-      // a value shared in the kernel is cut itself once it is half the bound: cutting one of its users
-      // instead would compute it in both kernels (x -> max(x + 1, x), a million times)
-      if (x.users > 1 && sz > max_ / 2 && !x.cut && stageable(u)) {
-        x.cut = true;
-        out.push_back(u);
-        sz = 0.0;
-      }
-      x.size = sz;
+      const UOp *kernel = root ? u : x.shared ? nullptr : x.kernel;
+      int32_t segment = x.segment;
+      forDistinct(u, [&](const UOp *s) {
+        Slot *y = inCone(s);
+        if (!y) return;
+        if (y->segment < segment) y->readLater = true;
+        if (!kernel || (y->kernel && y->kernel != kernel)) y->shared = true;
+        y->kernel = kernel;
+      });
     }
     return out;
   }
@@ -352,12 +375,15 @@ public:
 private:
   struct Slot {
     uint32_t gen = 0;
-    bool inCone = false, cut = false;
-    int32_t users = 0;
-    double size = 0.0;
+    bool inCone = false;
+    bool readLater = false;       ///< a user is in a later segment
+    bool shared = false;          ///< users in different kernels
+    int32_t segment = 0;
+    int64_t pos = 0, lastUse = 0; ///< its place in the cone's order, and its last user's
+    const UOp *kernel = nullptr;  ///< the kernel of its users so far
   };
   ShapeInfo &si_;
-  double max_;
+  int64_t max_;
   std::function<bool(const UOp *)> isMat_;
   StampedTable<Slot> t_;
   std::vector<const UOp *> order_;
@@ -379,15 +405,6 @@ private:
   bool stageable(const UOp *u) const {
     return (isElementwise(u->op) || u->op == Op::REDUCE) && !isWeak(u->dtype) && u->dtype != DType::Void &&
            !si_.device(u).empty() && si_.shape(u);
-  }
-  /// `s`, or the value under a chain of single-source movement ops from it, when it can be staged.
-  const UOp *cutPoint(const UOp *s) {
-    while (!stageable(s)) {
-      auto srcs = loweredSources(s);
-      if (srcs.size() != 1 || !inCone(srcs[0]) || kernelOps(s) != 0) return nullptr;
-      s = srcs[0];
-    }
-    return s;
   }
 };
 
