@@ -18,7 +18,8 @@
 // knows how often it executes in its kernel's loops, so nothing expensive lands in a loop it does not need.
 // Then the kernel size bound (option max-kernel-ops=N, default 20,000; 0: none): a kernel computing more
 // than N data ops (elementwise ops and reductions on data: index math, movement ops and reads are free)
-// has values of its cone staged, not removable, until every kernel is within N (KernelBound below): a
+// has values of its cone staged, not removable, so that every kernel is within N and no op is computed in
+// two kernels (KernelBound below: segments of the cone ending where few values are live): a
 // valid graph a million ops deep (one STORE of a chain, every value read once) would otherwise be one
 // kernel that the C compiler cannot build (gcc 12's cc1 crashed on its 47 MB of C). Kernels within N are
 // untouched, so ordinary graphs are as before (the largest corpus kernel has 1,542 ops).
@@ -712,7 +713,8 @@ void runRangeify(Graph &g, const PassContext &pc) {
   }
 
   // The kernel size bound: stage values of kernels over max-kernel-ops (0: no bound) until none is,
-  // measured again after each round (a round cuts a chain in one go; shared values may need another).
+  // measured again after each round: one round leaves every kernel within the bound, unless an op that
+  // cannot be staged (a weak-int or device-less value) is recomputed in several; the rounds stop there.
   // A kernel's ops are distinct nodes of the graph: when the whole graph has no more, no kernel is measured.
   int64_t maxOps = pc.intOption("max-kernel-ops", kDefaultMaxKernelOps, 0, INT64_MAX), graphOps = 0;
   for (const UOp *u : topo) graphOps = satAdd(graphOps, kernelOps(u));
