@@ -44,6 +44,10 @@ for target in c llvm ptx; do
 done
 echo "== rangeify scaling (generated elementwise chains)"
 /usr/bin/python3 bench/rangeify_scaling.py --uopc "$BUILD/uopc" "${SIZES[@]}"
+if [ ${#QUICK[@]} -eq 0 ]; then # about 4 minutes of cc: not in --quick (test/lit/targets/c-deep-chain-split.test is the small case)
+  echo "== a 1,000,000-op elementwise chain end to end through C (the kernel size bound: 50 kernels)"
+  /usr/bin/python3 bench/deep_chain.py --uopc "$BUILD/uopc" --uopc-run "$BUILD/uopc-run"
+fi
 echo "== compile time against the number of devices (500 and 2,000 devices; linear: about 4x)"
 /usr/bin/python3 test/lit/cli/Inputs/scaling.py "$BUILD/uopc" test/lit/cli/Inputs/many-devices.py 500 2000 1e9 --emit manifest
 echo "== kernel speed against tinygrad's own kernels (perf-run; needs a tinygrad d1c3ae0f91 checkout in \$UOPC_TINYGRAD)"
