@@ -7,7 +7,9 @@
 #include "IR/Records.h"
 #include "Targets/CTarget.h"
 
+#include <algorithm>
 #include <cctype>
+#include <unordered_map>
 
 namespace uopc {
 
@@ -170,6 +172,28 @@ std::string kernelSignature(const UOp *call) {
   // a kernel split across threads takes [lo, hi) of its THREAD loop after the variables
   if (int64_t n = kernelParallel(call)) s += " parallel " + std::to_string(n);
   return s;
+}
+
+std::vector<bool> independentLaneLoops(std::span<const UOp *const> items) {
+  std::vector<bool> out;
+  std::unordered_map<const UOp *, std::vector<const UOp *>> lanes; // per REDUCE, computed once
+  for (size_t i = 0; i < items.size(); ++i) {
+    const UOp *r = items[i];
+    if (r->op != Op::RANGE) continue;
+    bool ok = isUpcastRange(r);
+    for (size_t j = i + 1; ok && j < items.size(); ++j) {
+      const UOp *u = items[j];
+      if (u->op == Op::END) break; // (its own: no loop opens inside it)
+      if (u->op == Op::RANGE) ok = false;
+      if (u->op == Op::STORE && u->src(0)->op == Op::REDUCE) {
+        auto it = lanes.find(u->src(0));
+        if (it == lanes.end()) it = lanes.emplace(u->src(0), accumulatorLanes(u->src(0))).first;
+        ok = std::find(it->second.begin(), it->second.end(), r) != it->second.end();
+      }
+    }
+    out.push_back(ok);
+  }
+  return out;
 }
 
 } // namespace uopc

@@ -49,6 +49,12 @@ struct KernelABI {
   std::string summary(const UOp *call, const std::string &symbol, int64_t deviceNum) const;
 };
 
+/// Per RANGE item of `items`, in order: whether it is a loop of independent lanes a target may run as
+/// vector lanes: an UPCAST range (IR/Kernel.h) with no loop inside it, in which every accumulator updated
+/// has that lane among its own (no value carried from one lane to the next: a partial sum's combine
+/// loop is not one).
+std::vector<bool> independentLaneLoops(std::span<const UOp *const> items);
+
 /// The one loop every renderer runs over a linearized kernel's items (lib/Passes/Linearize.cpp): R
 /// implements loopBegin(RANGE), loopEnd(END), ifBegin(IF), ifEnd(ENDIF), accumulator(REDUCE),
 /// accumulate(REDUCE, x) for STORE(REDUCE, x), store(STORE), statement(void CUSTOM) and value(any other

@@ -628,7 +628,10 @@ struct Emitter {
     openLoops.push_back(lines.size());
     // a THREAD loop runs the iterations [uopc_lo, uopc_hi) this call was given (KernelABI.h)
     std::string from = isThreadRange(u) ? "uopc_lo" : "0", to = isThreadRange(u) ? "uopc_hi" : n.v;
-    line("for (" + computeType(u->dtype) + " " + name + " = " + from + "; " + name + " < " + to + "; " + name + "++) {");
+    std::string simd;
+    if (loopCount < laneLoops.size() && laneLoops[loopCount]) use(Helper::SimdLanes), simd = "UOPC_SIMD_LANES ";
+    ++loopCount;
+    line(simd + "for (" + computeType(u->dtype) + " " + name + " = " + from + "; " + name + " < " + to + "; " + name + "++) {");
     ++depth;
     loopNames.insert(name);
     openNames.push_back(name);
@@ -654,6 +657,8 @@ struct Emitter {
   void value(const UOp *u) { memo[u] = node(u); }
   std::set<std::string> loopNames;
   std::vector<std::string> openNames;
+  std::vector<bool> laneLoops; ///< per RANGE item: a loop of independent lanes (KernelABI.h)
+  size_t loopCount = 0;
 };
 
 } // namespace
@@ -669,6 +674,7 @@ EmittedKernel emitCKernel(Context &ctx, const UOp *call, int64_t deviceNum, std:
 
   EmittedKernel k;
   k.symbol = sanitizeCName(name);
+  em.laneLoops = independentLaneLoops(linearItems(linear));
   renderItems(linearItems(linear), em);
   if (em.depth != 1) fail("C target: the LINEAR items leave a loop open");
 

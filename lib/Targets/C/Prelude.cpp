@@ -128,6 +128,14 @@ float powf(float, float);
 #define UOPC_SIMD_SUM(acc)
 #endif
 )"},
+    // a loop of independent lanes (an UPCAST range: Targets/KernelABI.h's independentLaneLoops), vectorized
+    // as a loop rather than unrolled first (gcc then vectorizes a max, which it does not once unrolled)
+    {Helper::SimdLanes, {}, R"(#if defined(UOPC_OMP_SIMD)
+#define UOPC_SIMD_LANES _Pragma("omp simd")
+#else
+#define UOPC_SIMD_LANES
+#endif
+)"},
     {Helper::IntPow, {}, R"(UOPC_FN uint64_t uopc_ipow(int64_t base, int64_t e) {
   if (e < 0) return base == 1 ? 1 : base == -1 ? ((e & 1) ? (uint64_t)-1 : 1) : 0;
   uint64_t r = 1, b = (uint64_t)base;
