@@ -20,8 +20,8 @@ std::string cCompiler();
 /// -O3, without errno for math functions (so sqrtf and friends inline) and without trapping math (so
 /// `a < b ? b : a` becomes maxps instead of a branch: only floating-point exception flags differ), with
 /// floating-point contraction left off (-std=c11): the same rounding as the LLVM target.
-/// -fopenmp-simd with UOPC_OMP_SIMD turns a kernel's UOPC_SIMD_SUM marks into `omp simd reduction` loops
-/// (float sums in partial sums: Targets/Reductions.h); no OpenMP runtime is involved.
+/// -fopenmp-simd with UOPC_OMP_SIMD turns a kernel's UOPC_SIMD_LANES marks (loops of independent lanes)
+/// into `omp simd` loops and declares libmvec's vector math; no OpenMP runtime is involved.
 inline constexpr const char *kKernelCFlags[] = {"-O3",          "-std=c11",           "-shared",      "-fPIC",
                                                 "-fno-math-errno", "-fno-trapping-math", "-fopenmp-simd",
                                                 "-DUOPC_OMP_SIMD"};

@@ -17,7 +17,6 @@
 #include "IR/ScalarOps.h"
 #include "Targets/C/Prelude.h"
 #include "Targets/KernelABI.h"
-#include "Targets/Reductions.h"
 
 #include <algorithm>
 #include <cctype>
@@ -577,13 +576,6 @@ struct Emitter {
     else if (dt == DType::Bool) step = op == Op::ADD ? "(" + acc + " | " + x.v + ")" : "(" + acc + " & " + x.v + ")";
     else step = "(" + T + ")((uint64_t)" + acc + (op == Op::ADD ? " + " : " * ") + "(uint64_t)" + x.v + ")";
     bool poison = !x.ok.empty();
-    if (!poison && a.lanes.empty() && splittableSum(u) && !openLoops.empty()) {
-      // the innermost loop is this reduction's last range: a sum that may run in partial sums
-      use(Helper::SimdSum);
-      std::string &l = lines[openLoops.back()];
-      size_t at = l.find_first_not_of(' ');
-      l.insert(at, "UOPC_SIMD_SUM(" + acc + ") ");
-    }
     if (poison) {
       std::string &okLine = lines[a.okLine];
       std::string indent(lines[a.okLine - 1].find_first_not_of(' '), ' ');

@@ -119,15 +119,6 @@ float sinf(float);
 float powf(float, float);
 #endif
 )"},
-    // a float sum the kernel may split into partial sums (Targets/Reductions.h): uopc-run defines
-    // UOPC_OMP_SIMD and builds with -fopenmp-simd; any other compiler sees a plain loop
-    {Helper::SimdSum, {}, R"(#if defined(UOPC_OMP_SIMD)
-#define UOPC_PRAGMA(x) _Pragma(#x)
-#define UOPC_SIMD_SUM(acc) UOPC_PRAGMA(omp simd reduction(+:acc))
-#else
-#define UOPC_SIMD_SUM(acc)
-#endif
-)"},
     // a loop of independent lanes (an UPCAST range: Targets/KernelABI.h's independentLaneLoops), vectorized
     // as a loop rather than unrolled first (gcc then vectorizes a max, which it does not once unrolled)
     {Helper::SimdLanes, {}, R"(#if defined(UOPC_OMP_SIMD)

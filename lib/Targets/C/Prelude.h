@@ -24,7 +24,6 @@ enum class Helper {
   FloatDiv,   ///< double floor/trunc division and modulo with x//0 = 0, x%0 = x
   Threefry,   ///< uint64_t uopc_threefry(uint64_t x, uint64_t key)
   Bits,       ///< memcpy-based bit casts
-  SimdSum,    ///< UOPC_SIMD_SUM(acc): `#pragma omp simd reduction(+:acc)` when UOPC_OMP_SIMD is defined
   SimdMath,   ///< exp2f/log2f/sinf/powf declared `omp declare simd` (glibc's libmvec) under UOPC_OMP_SIMD
   SimdLanes,  ///< UOPC_SIMD_LANES: `#pragma omp simd` on a loop of independent lanes under UOPC_OMP_SIMD
 };

@@ -13,7 +13,6 @@
 // Target machines, the -O2 pipeline, libdevice and PTX output are in Machines.cpp.
 #include "Targets/LLVM/Backend.h"
 #include "Targets/LLVM/Machines.h"
-#include "Targets/Reductions.h"
 
 #include "IR/Error.h"
 #include "IR/Kernel.h"
@@ -71,8 +70,6 @@ struct Loop {
   llvm::BasicBlock *header = nullptr; ///< the loop's condition block
   llvm::BasicBlock *exit = nullptr;   ///< where the code goes on once the loop closes
   llvm::AllocaInst *counter = nullptr;
-  /// Unroll this loop by this much and jam the copies of the reduction inside it into one loop (0: no).
-  unsigned jam = 0;
 };
 
 struct Emitter {
@@ -434,17 +431,7 @@ struct Emitter {
     llvm::Type *T = L->counter->getAllocatedType();
     Value *iv = b.CreateLoad(T, L->counter);
     b.CreateStore(b.CreateAdd(iv, llvm::ConstantInt::get(T, 1)), L->counter);
-    llvm::BranchInst *latch = b.CreateBr(L->header);
-    if (L->jam) {
-      // !llvm.loop !{self, !{"llvm.loop.unroll_and_jam.count", jam}}: LLVM's unroll-and-jam (run after -O2,
-      // Machines.cpp) makes `jam` copies of the inner reduction side by side; SLP packs them into vectors
-      llvm::Metadata *count[] = {llvm::MDString::get(lc, "llvm.loop.unroll_and_jam.count"),
-                                 llvm::ConstantAsMetadata::get(b.getInt32(L->jam))};
-      llvm::Metadata *ops[] = {nullptr, llvm::MDNode::get(lc, count)};
-      llvm::MDNode *loop = llvm::MDNode::getDistinct(lc, ops);
-      loop->replaceOperandWith(0, loop);
-      latch->setMetadata(llvm::LLVMContext::MD_loop, loop);
-    }
+    b.CreateBr(L->header);
     open.pop_back();
     b.SetInsertPoint(L->exit);
   }
@@ -808,20 +795,6 @@ struct Emitter {
       acc.poisoned = true;
       b.CreateStore(b.CreateAnd(b.CreateLoad(b.getInt1Ty(), okSlot), x.ok), okSlot);
       step = b.CreateSelect(x.ok, step, cur);
-    } else if (!acc.lanes.empty()) {
-      // a register tile: the optimizer chose the lanes, the loop vectorizer needs no hint
-    } else if (mapping != Mapping::PTX && !splittableSum(u) && acc.outer && readsConsecutiveIn(u, acc.outer->range)) {
-      // an in-order reduction inside a loop whose next iteration reads the next elements (a matmul's
-      // column loop): 8 copies of it side by side are 8 vector lanes (the float32 lanes of AVX2)
-      const UOp *r = acc.outer->range;
-      bool outputLoop = r->arg && r->arg->kind == ArgKind::Tuple && r->arg->count >= 2 &&
-                        r->arg->elems()[1]->kind == ArgKind::AxisType && r->arg->elems()[1]->axisType() != AxisType::REDUCE;
-      if (auto n = constBound(r->src(0)); outputLoop && n && *n >= 8) acc.outer->jam = 8;
-    } else if (splittableSum(u) && mapping != Mapping::PTX) {
-      // a float sum that may run in partial sums (Targets/Reductions.h): the loop vectorizer may split it
-      llvm::FastMathFlags fmf;
-      fmf.setAllowReassoc();
-      if (auto *inst = llvm::dyn_cast<llvm::Instruction>(step)) inst->setFastMathFlags(fmf);
     }
     b.CreateStore(step, slot);
   }

@@ -18,7 +18,6 @@
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Transforms/InstCombine/InstCombine.h>
 #include <llvm/Transforms/Scalar/LoopPassManager.h>
-#include <llvm/Transforms/Scalar/LoopUnrollAndJamPass.h>
 #include <llvm/Transforms/Scalar/SimplifyCFG.h>
 #include <llvm/Transforms/Vectorize/SLPVectorizer.h>
 #include <llvm/Support/MemoryBuffer.h>
@@ -149,8 +148,8 @@ std::string emitPTX(llvm::Module &m, llvm::TargetMachine *tm) {
 }
 
 namespace {
-/// A loop hint the optimizer could not follow (unroll-and-jam of a loop whose inner loop was fully
-/// unrolled, of a remainder loop) is not worth a warning on the user's terminal: the loop stays as it was.
+/// A loop transformation LLVM could not follow (a hint its own passes left) is not worth a warning on the
+/// user's terminal: the loop stays as it was.
 struct QuietMissedTransformations : llvm::DiagnosticHandler {
   bool handleDiagnostics(const llvm::DiagnosticInfo &d) override { return d.getKind() == llvm::DK_OptimizationFailure; }
 };
@@ -175,12 +174,8 @@ void optimizeO2(llvm::Module &m, llvm::TargetMachine *tm, bool targetPasses) {
   pb.crossRegisterProxies(lam, fam, cgam, mam);
   llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2);
   if (!targetPasses) {
-    // Loops the emitter marked llvm.loop.unroll_and_jam.count (an output loop around an in-order
-    // reduction whose next iteration reads the next elements: a matmul's column loop) get that many
-    // copies of the reduction jammed into one loop, which SLP then packs into vector lanes. The
-    // accumulators stay separate and in order: the results are the same bits.
+    // One more round of SLP after -O2 (the lanes of a register tile, unrolled by then, packed into vectors).
     llvm::FunctionPassManager fpm;
-    fpm.addPass(llvm::createFunctionToLoopPassAdaptor(llvm::LoopUnrollAndJamPass(2)));
     fpm.addPass(llvm::SLPVectorizerPass());
     fpm.addPass(llvm::InstCombinePass());
     fpm.addPass(llvm::SimplifyCFGPass());
@@ -188,8 +183,8 @@ void optimizeO2(llvm::Module &m, llvm::TargetMachine *tm, bool targetPasses) {
   }
   mpm.run(m, mam);
   if (!targetPasses) {
-    // Loop hints have done their work: a loop unroll-and-jam could not transform (a remainder, a nest
-    // that is not simple) would otherwise be reported as a missed transformation when the JIT compiles it.
+    // Loop hints have done their work: one left on a loop would otherwise be reported as a missed
+    // transformation when the JIT compiles it.
     for (llvm::Function &f : m)
       for (llvm::BasicBlock &bb : f)
         if (llvm::Instruction *term = bb.getTerminator()) term->setMetadata(llvm::LLVMContext::MD_loop, nullptr);
