@@ -185,6 +185,12 @@ std::vector<bool> independentLaneLoops(std::span<const UOp *const> items) {
       const UOp *u = items[j];
       if (u->op == Op::END) break; // (its own: no loop opens inside it)
       if (u->op == Op::RANGE) ok = false;
+      // a buffer access that does not move by one element per lane would be a gather or a scatter
+      const UOp *ix = u->op == Op::INDEX ? u : u->op == Op::STORE && u->src(0)->op == Op::INDEX ? u->src(0) : nullptr;
+      if (ix && ix->nsrc >= 2) {
+        auto st = indexStride(ix->src(1), r);
+        ok = ok && st && (*st == 0 || *st == 1);
+      }
       if (u->op == Op::STORE && u->src(0)->op == Op::REDUCE) {
         auto it = lanes.find(u->src(0));
         if (it == lanes.end()) it = lanes.emplace(u->src(0), accumulatorLanes(u->src(0))).first;

@@ -52,7 +52,8 @@ struct KernelABI {
 /// Per RANGE item of `items`, in order: whether it is a loop of independent lanes a target may run as
 /// vector lanes: an UPCAST range (IR/Kernel.h) with no loop inside it, in which every accumulator updated
 /// has that lane among its own (no value carried from one lane to the next: a partial sum's combine
-/// loop is not one).
+/// loop is not one) and every buffer access moves by 0 or 1 element per lane (not a gather: a conv's
+/// output-channel lanes read weights 576 elements apart, and run better unrolled than as a vector loop).
 std::vector<bool> independentLaneLoops(std::span<const UOp *const> items);
 
 /// The one loop every renderer runs over a linearized kernel's items (lib/Passes/Linearize.cpp): R
