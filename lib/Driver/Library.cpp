@@ -3,6 +3,7 @@
 
 #include "IR/Error.h"
 #include "Runtime/Safetensors.h"
+#include "Targets/CTarget.h"
 #include "Targets/C/Prelude.h"
 
 #include <algorithm>
@@ -31,23 +32,8 @@ bool isCpuDevice(const std::string &name) {
   return base == "CPU" || base == "CLANG" || base == "LLVM" || base == "PYTHON";
 }
 
-/// The C type of a buffer's elements, as the C emitter stores them (CEmitter.cpp's storageType).
-std::string elementType(DType dt) {
-  switch (dt) {
-  case DType::Bool: return "bool";
-  case DType::Int8: return "int8_t";
-  case DType::UInt8: return "uint8_t";
-  case DType::Int16: return "int16_t";
-  case DType::UInt16: case DType::Float16: case DType::BFloat16: return "uint16_t";
-  case DType::Int32: return "int32_t";
-  case DType::UInt32: return "uint32_t";
-  case DType::Int64: case DType::WeakInt: return "int64_t";
-  case DType::UInt64: return "uint64_t";
-  case DType::Float32: return "float";
-  case DType::Float64: case DType::WeakFloat: return "double";
-  default: fail("--emit library: dtype " + std::string(dtypeName(dt)) + " is not supported");
-  }
-}
+/// The C type of a buffer's elements, as the C kernels store them.
+std::string elementType(DType dt) { return cStorageType(dt); }
 
 const std::set<std::string> kCKeywords = {
     "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum", "extern",

@@ -71,4 +71,8 @@ std::string kernelSignature(const UOp *kernelCall);
 /// naming several kernels makes the names unique itself.
 std::string sanitizeCName(std::string_view name);
 
+/// The C type a buffer of dt holds in a C kernel (float16/bfloat16: their bits); throws Error for a
+/// dtype the C target does not support.
+std::string cStorageType(DType dt);
+
 } // namespace uopc

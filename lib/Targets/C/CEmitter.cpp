@@ -119,8 +119,9 @@ std::string formatCustom(const UOp *u, const std::vector<std::string> &args) {
   return out;
 }
 
-/// The C type a buffer of dt holds (float16/bfloat16: their bits).
-std::string storageType(DType dt) {
+} // namespace
+
+std::string cStorageType(DType dt) {
   switch (dt) {
   case DType::Bool: return "bool";
   case DType::Int8: return "int8_t";
@@ -136,6 +137,11 @@ std::string storageType(DType dt) {
   default: fail("C target: dtype " + std::string(dtypeName(dt)) + " is not supported");
   }
 }
+
+namespace {
+
+std::string storageType(DType dt) { return cStorageType(dt); }
+
 /// The C type values of dt are computed in.
 std::string computeType(DType dt) {
   return dt == DType::Float16 || dt == DType::BFloat16 ? "float" : storageType(dt);
