@@ -302,6 +302,14 @@ std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target
 struct Optimizer {
   Context &c;
 
+  /// A RANGE like r of `size` iterations, range number `number`, AxisType `type` (r's when none).
+  const UOp *rangeLike(const UOp *r, int64_t size, int64_t number, std::optional<AxisType> type) {
+    std::vector<const Arg *> elems(r->arg->elems().begin(), r->arg->elems().end());
+    elems[0] = c.argInt(number);
+    if (type) elems[1] = c.argAxisType(*type);
+    return c.make(Op::RANGE, r->dtype, {c.constInt(r->dtype, size)}, c.argTuple(elems), r->tag);
+  }
+
   const UOp *simplified(const UOp *x) {
     SymbolicCtx sc;
     return simplifyWith(c, x, symRules(), &sc);
@@ -330,10 +338,7 @@ struct Optimizer {
       bad(std::to_string(o.amount) + " does not divide that loop into several parts");
     DType dt = r->dtype;
     const UOp *outer = c.make(Op::RANGE, dt, {c.constInt(dt, static_cast<int64_t>(*n) / o.amount)}, r->arg, r->tag);
-    std::vector<const Arg *> elems(r->arg->elems().begin(), r->arg->elems().end());
-    elems[0] = c.argInt(next++);
-    elems[1] = c.argAxisType(AxisType::UPCAST);
-    const UOp *lane = c.make(Op::RANGE, dt, {c.constInt(dt, o.amount)}, c.argTuple(elems), r->tag);
+    const UOp *lane = rangeLike(r, o.amount, next++, AxisType::UPCAST);
     const UOp *idx = c.make(Op::ADD, dt, {c.make(Op::MUL, dt, {outer, c.constInt(dt, o.amount)}), lane});
     auto rewrite = [&](Piece &p) {
       std::unordered_map<const UOp *, const UOp *> sub;
@@ -370,12 +375,6 @@ struct Optimizer {
     Piece main{s.store, s.axes, s.sizes, {}};
     std::vector<bool> done(s.axes.size(), false);
     std::vector<const Arg *> texts;
-    auto rangeLike = [&](const UOp *r, int64_t size, int64_t number, std::optional<AxisType> type) {
-      std::vector<const Arg *> elems(r->arg->elems().begin(), r->arg->elems().end());
-      elems[0] = c.argInt(number);
-      if (type) elems[1] = c.argAxisType(*type);
-      return c.make(Op::RANGE, r->dtype, {c.constInt(r->dtype, size)}, c.argTuple(elems), r->tag);
-    };
     auto shifted = [&](const UOp *r, int64_t by) { return by ? c.make(Op::ADD, r->dtype, {r, c.constInt(r->dtype, by)}) : r; };
     for (const Opt &o : opts) {
       auto bad = [&](const std::string &why) {

@@ -20,8 +20,7 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from run_interpret import compare  # noqa: E402  (the shared comparison of buffers)
-from impl_defined import skipped_elements, blank  # noqa: E402  (elements whose value is implementation-defined)
+from run_interpret import check_outputs  # noqa: E402  (the shared comparison with the expected outputs)
 
 
 NO_GPU = re.compile(r"no NVIDIA driver|no usable GPU|no CUDA device", re.IGNORECASE)
@@ -88,24 +87,10 @@ def run_case(case_dir: str, args, env) -> tuple:
             return "FAIL", f"uopc-run timed out after {args.timeout}s"
         if proc.returncode != 0:
             return "FAIL", f"uopc-run exit {proc.returncode}: {last_line(proc.stderr)}"
-        skips = skipped_elements(case_dir, case)
-        for p, files in outputs:
-            for d, (mine, want) in enumerate(zip(files, p["expected"])):
-                with open(mine, "rb") as f:
-                    got = f.read()
-                with open(os.path.join(case_dir, want), "rb") as f:
-                    expected = f.read()
-                if p["slot"] in skips and len(got) == len(expected):
-                    indices, reason = skips[p["slot"]]
-                    numel = p["numel"][d] if isinstance(p["numel"], list) else p["numel"]
-                    got = blank(got, expected, len(expected) // max(1, int(numel)), indices)
-                    notes.append(f"slot {p['slot']}: skipped elements {indices}: {reason}")
-                try:
-                    why = compare(got, expected, p["dtype"], rtol, atol)
-                except ValueError as e:
-                    why = str(e)
-                if why:
-                    return "FAIL", f"slot {p['slot']} device {d} ({p['dtype']}): {why}"
+        why, skipped = check_outputs(case_dir, case, outputs, rtol, atol)
+        notes += skipped
+        if why:
+            return "FAIL", why
     return "PASS", "; ".join(notes)
 
 

@@ -77,6 +77,31 @@ def compare(got: bytes, want: bytes, dtype: str, rtol: float, atol: float):
     return f"{len(bad)}/{len(w)} elements differ; first at [{i}]: got {g[i]!r}, expected {w[i]!r}"
 
 
+
+def check_outputs(case_dir: str, case: dict, outputs, rtol: float, atol: float):
+    """Compares the files a run wrote with the case's expected outputs: `outputs` pairs each output param with
+    its files, one per device. Elements whose value is implementation-defined (impl_defined.py) are blanked
+    on both sides first. Returns (the first mismatch as a message, or "", notes on what was skipped)."""
+    skips, notes = skipped_elements(case_dir, case), []
+    for p, files in outputs:
+        for d, (mine, want) in enumerate(zip(files, p["expected"])):
+            with open(mine, "rb") as f:
+                got = f.read()
+            with open(os.path.join(case_dir, want), "rb") as f:
+                expected = f.read()
+            if p["slot"] in skips and len(got) == len(expected):
+                indices, reason = skips[p["slot"]]
+                numel = p["numel"][d] if isinstance(p["numel"], list) else p["numel"]
+                got = blank(got, expected, len(expected) // max(1, int(numel)), indices)
+                notes.append(f"slot {p['slot']}: skipped elements {indices}: {reason}")
+            try:
+                why = compare(got, expected, p["dtype"], rtol, atol)
+            except ValueError as e:
+                why = str(e)
+            if why:
+                return f"slot {p['slot']} device {d} ({p['dtype']}): {why}", notes
+    return "", notes
+
 def graph_slots(graph: str) -> dict:
     """slot -> (dtype, numel per device, device count) of the graph's buffer PARAMs."""
     with open(graph) as f:
@@ -183,24 +208,9 @@ def run_case(case_dir: str, args) -> tuple:
         if proc.returncode != 0:
             msg = (proc.stderr.strip().splitlines() or ["(no message)"])[-1]
             return "FAIL", f"exit {proc.returncode}: {msg}"
-        skips, notes = skipped_elements(case_dir, case), []
-        for p, files in outputs:
-            for d, (mine, want) in enumerate(zip(files, p["expected"])):
-                with open(mine, "rb") as f:
-                    got = f.read()
-                with open(os.path.join(case_dir, want), "rb") as f:
-                    expected = f.read()
-                if p["slot"] in skips and len(got) == len(expected):
-                    indices, reason = skips[p["slot"]]
-                    numel = p["numel"][d] if isinstance(p["numel"], list) else p["numel"]
-                    got = blank(got, expected, len(expected) // max(1, int(numel)), indices)
-                    notes.append(f"slot {p['slot']}: skipped elements {indices}: {reason}")
-                try:
-                    why = compare(got, expected, p["dtype"], rtol, atol)
-                except ValueError as e:
-                    why = str(e)
-                if why:
-                    return "FAIL", f"slot {p['slot']} device {d} ({p['dtype']}): {why}"
+        why, notes = check_outputs(case_dir, case, outputs, rtol, atol)
+        if why:
+            return "FAIL", why
     return "PASS", "; ".join(notes)
 
 
