@@ -6,7 +6,7 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake ninja-build clang python3 python3-jsonschema python3-venv
   llvm-19-dev llvm-19-tools
-  nlohmann-json3-dev libcli11-dev libspdlog-dev catch2
+  nlohmann-json3-dev libcli11-dev catch2
   chromium  # the viz test loads uopc --viz pages in headless Chromium (skipped, visibly, without it)
 )
 # extra packages a make target needs (make fuzz: clang-19 and its libFuzzer runtime)

@@ -19,14 +19,13 @@
 #include "Targets/Targets.h"
 
 #include <CLI/CLI.hpp>
-#include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <tuple>
 #include <unordered_map>
@@ -38,21 +37,26 @@ namespace {
 
 constexpr int kExitOk = 0, kExitBadInput = 1, kExitUsage = 2;
 
+/// Log levels, least severe first (--log-level's names).
+constexpr const char *kLogLevels[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};
+enum LogLevel { kTrace, kDebug, kInfo, kWarn, kError, kCritical, kOff };
+int logThreshold = kWarn;
+
 void setupLogging(int verbosity, const std::string &level) {
-  auto logger = spdlog::stderr_color_st("uopc");
-  logger->set_pattern("uopc: %l: %v");
-  spdlog::set_default_logger(logger);
-  spdlog::level::level_enum lvl = spdlog::level::warn;
-  if (verbosity == 1) lvl = spdlog::level::info;
-  if (verbosity >= 2) lvl = spdlog::level::debug;
-  if (!level.empty()) lvl = spdlog::level::from_str(level);
-  spdlog::set_level(lvl);
+  logThreshold = verbosity >= 2 ? kDebug : verbosity == 1 ? kInfo : kWarn;
+  for (int k = 0; k <= kOff; ++k)
+    if (level == kLogLevels[k]) logThreshold = k;
+}
+
+/// One line "uopc: LEVEL: message" on stderr when the level is at least --log-level's (or -v's).
+void logLine(LogLevel lvl, const std::string &message) {
+  if (lvl >= logThreshold && lvl < kOff) std::cerr << "uopc: " << kLogLevels[lvl] << ": " << message << "\n";
 }
 
 void addLogOptions(CLI::App &app, int &verbosity, std::string &level) {
   app.add_flag("-v,--verbose", verbosity, "More log output (-v info, -vv debug)");
   app.add_option("--log-level", level, "Log level")
-      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
+      ->check(CLI::IsMember(std::vector<std::string>(std::begin(kLogLevels), std::end(kLogLevels))));
 }
 
 /// Parses the flags (verbosity and level are bound to options added by addLogOptions) and sets up logging;
@@ -362,9 +366,9 @@ int compileMain(int argc, char **argv) {
     if (target.gpu) checkGpuArch(backend.gpuArch);
     checkCpuName(backend.cpu, target);
     if (!vizFile.empty()) checkVizPath(vizFile);
-    spdlog::info("reading {}", input);
+    logLine(kInfo, "reading " + input);
     Graph g = readGraphFile(input);
-    spdlog::info("running {} passes", pipeline.size());
+    logLine(kInfo, "running " + std::to_string(pipeline.size()) + " passes");
     std::optional<Count> tensor;
     if (stats)
       pm.beforePass = [&](std::string_view pass, const Graph &cur) {

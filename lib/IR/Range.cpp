@@ -89,13 +89,13 @@ const VRange &RangeInfo::compute(const UOp *root) {
     s.exact = exact;
     s.known = true;
   }
-  return slots_[root->index].r;
+  return slot(root).r;
 }
 
 VRange RangeInfo::eval(const UOp *u, bool &exact) {
   const DType dt = u->dtype;
   const VRange full = dtypeRange(dt);
-  auto src = [&](size_t i) { return slots_[u->src(i)->index].r; };
+  auto src = [&](size_t i) { return slot(u->src(i)).r; };
   if (u->op == Op::CONST) {
     if (auto v = constBound(u); v && isIntLike(dt)) return {*v, *v};
     return full;

@@ -20,6 +20,7 @@
 #include "IR/UOp.h"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -59,7 +60,7 @@ class RangeInfo {
 public:
   /// The range of u (computed for u and every uncached node below it, iteratively).
   const VRange &range(const UOp *u) {
-    if (u->index < slots_.size() && slots_[u->index].known) return slots_[u->index].r;
+    if (const Slot *s = find(u); s && s->known) return s->r;
     return compute(u);
   }
   Bound vmin(const UOp *u) { return range(u).lo; }
@@ -67,7 +68,7 @@ public:
   /// False when u is a sized-integer op whose exact result may leave its dtype (it may wrap around).
   bool exact(const UOp *u) {
     range(u);
-    return slots_[u->index].exact;
+    return slot(u).exact;
   }
   /// u's value fits in int32 for every value of its variables.
   bool fitsInt32(const UOp *u) {
@@ -87,11 +88,20 @@ private:
   const VRange &compute(const UOp *u);
   /// u's range from its sources' (already known) ranges; sets exact.
   VRange eval(const UOp *u, bool &exact);
-  Slot &slot(const UOp *u) {
-    if (u->index >= slots_.size()) slots_.resize(u->index + 1);
-    return slots_[u->index];
+  // Slots by node index, in pages allocated on first use: an analysis of a few nodes of a large Context
+  // (one kernel's index expression) costs those nodes' pages, not the Context's size.
+  static constexpr size_t kPageBits = 8, kPageSize = size_t(1) << kPageBits;
+  const Slot *find(const UOp *u) const {
+    size_t page = u->index >> kPageBits;
+    return page < pages_.size() && pages_[page] ? &pages_[page][u->index & (kPageSize - 1)] : nullptr;
   }
-  std::vector<Slot> slots_;
+  Slot &slot(const UOp *u) {
+    size_t page = u->index >> kPageBits;
+    if (page >= pages_.size()) pages_.resize(page + 1);
+    if (!pages_[page]) pages_[page] = std::make_unique<Slot[]>(kPageSize);
+    return pages_[page][u->index & (kPageSize - 1)];
+  }
+  std::vector<std::unique_ptr<Slot[]>> pages_;
   std::vector<std::pair<const UOp *, bool>> stack_;
 };
 

@@ -48,25 +48,27 @@ namespace {
 /// upcast:AXIS:AMOUNT, split:AXIS:LO:HI (amount = LO, hi = HI), or partial:RAXIS:AMOUNT (RAXIS: a
 /// reduction loop, by its position among the kernel's reduction ranges in range-number order).
 struct Opt {
-  enum Kind { Upcast, Split, Partial } kind = Upcast;
+  enum Kind { Upcast, Split, Partial, Block } kind = Upcast;
   size_t axis = 0;
   int64_t amount = 1, hi = 0;
   std::string text() const {
-    std::string k = kind == Upcast ? "upcast:" : kind == Split ? "split:" : "partial:";
+    std::string k = kind == Upcast ? "upcast:" : kind == Split ? "split:" : kind == Block ? "block:" : "partial:";
     return k + std::to_string(axis) + ":" + std::to_string(amount) + (kind == Split ? ":" + std::to_string(hi) : "");
   }
 };
 
-/// "upcast:A:N" or "split:A:LO:HI" -> Opt; throws Error naming the text otherwise.
+/// "upcast:A:N", "split:A:LO:HI", "partial:R:N" or "block:A:N" -> Opt; throws Error naming the text otherwise.
 Opt parseOpt(std::string_view t) {
   auto bad = [&]() -> Opt {
-    fail("pass 'optimize': opt '" + std::string(t) + "' is not upcast:AXIS:AMOUNT, split:AXIS:LO:HI or partial:RAXIS:AMOUNT");
+    fail("pass 'optimize': opt '" + std::string(t) +
+         "' is not upcast:AXIS:AMOUNT, split:AXIS:LO:HI, partial:RAXIS:AMOUNT or block:AXIS:SIZE");
   };
   Opt o;
   size_t colon = t.find(':');
   std::string_view kind = t.substr(0, colon);
-  if (colon == std::string_view::npos || (kind != "upcast" && kind != "split" && kind != "partial")) return bad();
-  o.kind = kind == "upcast" ? Opt::Upcast : kind == "split" ? Opt::Split : Opt::Partial;
+  if (colon == std::string_view::npos || (kind != "upcast" && kind != "split" && kind != "partial" && kind != "block"))
+    return bad();
+  o.kind = kind == "upcast" ? Opt::Upcast : kind == "split" ? Opt::Split : kind == "block" ? Opt::Block : Opt::Partial;
   std::vector<int64_t> nums;
   for (std::string_view rest = t.substr(colon + 1);;) {
     size_t c = rest.find(':');
@@ -81,7 +83,7 @@ Opt parseOpt(std::string_view t) {
   if (nums.size() != (o.kind == Opt::Split ? 3u : 2u) || nums[0] > 64) return bad();
   o.axis = static_cast<size_t>(nums[0]);
   o.amount = nums[1];
-  if (o.kind != Opt::Split && (o.amount < 1 || o.amount > 4096)) return bad();
+  if (o.kind != Opt::Split && (o.amount < 1 || (o.kind != Opt::Block && o.amount > 4096))) return bad();
   if (o.kind == Opt::Split) {
     o.hi = nums[2];
     if (o.amount >= o.hi) return bad();
@@ -321,6 +323,7 @@ struct Optimizer {
     std::vector<const UOp *> axes;
     std::vector<int64_t> sizes;
     std::vector<const UOp *> lanes;
+    std::vector<const UOp *> blocks; ///< cache-block loops, outside every other (outermost first)
   };
 
   /// partial:R:A: each REDUCE whose last loop is reduction range R (size N, A dividing it) becomes
@@ -372,7 +375,7 @@ struct Optimizer {
     for (const UOp *u : toposort(sink))
       if (u->op == Op::RANGE) next = std::max(next, rangeNumber(u) + 1);
     std::vector<Piece> before, after;
-    Piece main{s.store, s.axes, s.sizes, {}};
+    Piece main{s.store, s.axes, s.sizes, {}, {}};
     std::vector<bool> done(s.axes.size(), false);
     std::vector<const Arg *> texts;
     auto shifted = [&](const UOp *r, int64_t by) { return by ? c.make(Op::ADD, r->dtype, {r, c.constInt(r->dtype, by)}) : r; };
@@ -407,6 +410,21 @@ struct Optimizer {
         partial(o, s, main, before, after, next, bad);
         continue;
       }
+      if (o.kind == Opt::Block) {
+        if (!main.lanes.empty()) bad("blocks come before the upcasts");
+        if (!before.empty() || !after.empty()) bad("a split kernel is not blocked (its pieces would not share an outer loop)");
+        int64_t n = main.sizes[o.axis];
+        if (n % o.amount || o.amount == n) bad(std::to_string(o.amount) + " does not divide its " + std::to_string(n) + " iterations into several blocks");
+        const UOp *r = main.axes[o.axis];
+        DType dt = r->dtype;
+        const UOp *outer = rangeLike(r, n / o.amount, next++, std::nullopt);
+        const UOp *inner = c.make(Op::RANGE, dt, {c.constInt(dt, o.amount)}, r->arg, r->tag);
+        main.store = substitute(c, main.store, {{r, c.make(Op::ADD, dt, {c.make(Op::MUL, dt, {outer, c.constInt(dt, o.amount)}), inner})}});
+        main.axes[o.axis] = inner;
+        main.sizes[o.axis] = o.amount;
+        main.blocks.push_back(outer);
+        continue;
+      }
       if (main.sizes[o.axis] % o.amount)
         bad(std::to_string(o.amount) + " does not divide its " + std::to_string(main.sizes[o.axis]) + " iterations");
       done[o.axis] = true;
@@ -432,6 +450,7 @@ struct Optimizer {
     std::vector<const UOp *> ends;
     auto endOf = [&](const Piece &p) {
       std::vector<const UOp *> src{p.store};
+      src.insert(src.end(), p.blocks.begin(), p.blocks.end());
       for (const UOp *r : p.axes)
         if (r) src.push_back(r);
       src.insert(src.end(), p.lanes.begin(), p.lanes.end());

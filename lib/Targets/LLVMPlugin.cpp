@@ -4,6 +4,7 @@
 #include "IR/Error.h"
 
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <mutex>
@@ -12,11 +13,13 @@ namespace uopc {
 
 namespace {
 
-/// The directory of the shared object holding this function (uopc_targets), with a trailing '/'.
+/// The directory of the running executable (the core libraries are linked into it), with a trailing '/';
+/// "" when /proc/self/exe cannot be read.
 std::string ownDirectory() {
-  Dl_info info{};
-  if (!dladdr(reinterpret_cast<void *>(&ownDirectory), &info) || !info.dli_fname) return "";
-  std::string path = info.dli_fname;
+  std::string path(4096, '\0');
+  ssize_t n = readlink("/proc/self/exe", path.data(), path.size());
+  if (n <= 0 || static_cast<size_t>(n) >= path.size()) return "";
+  path.resize(static_cast<size_t>(n));
   size_t slash = path.rfind('/');
   return slash == std::string::npos ? "" : path.substr(0, slash + 1);
 }

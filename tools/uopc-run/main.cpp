@@ -7,7 +7,6 @@
 #include "Runtime/Safetensors.h"
 
 #include <CLI/CLI.hpp>
-#include <spdlog/spdlog.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -63,7 +62,6 @@ int main(int argc, char **argv) {
     int rc = app.exit(e);
     return rc == 0 ? kExitOk : kExitUsage;
   }
-  spdlog::set_level(spdlog::level::warn);
   if (listPasses) {
     for (const uopc::PassInfo &p : uopc::allPasses()) std::cout << p.flag << "\t" << p.description << "\n";
     return kExitOk;
