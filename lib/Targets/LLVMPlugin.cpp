@@ -56,20 +56,41 @@ const LLVMPluginApi &llvmPlugin() {
   return *api;
 }
 
+namespace {
+/// Throws the plugin's error message, if any, as uopc::Error on this side of the interface.
+void rethrow(const std::string &error) {
+  if (!error.empty()) fail(error);
+}
+} // namespace
+
 EmittedLLVMKernel emitLLVMKernel(Context &ctx, const UOp *kernelCall, int64_t deviceNum, std::string_view name,
                                  const LLVMEmitOptions &options) {
-  return llvmPlugin().emit(ctx, kernelCall, deviceNum, name, options);
+  std::string error;
+  EmittedLLVMKernel k = llvmPlugin().emit(ctx, kernelCall, deviceNum, name, options, error);
+  rethrow(error);
+  return k;
 }
 
-void checkGpuArch(const std::string &arch) { llvmPlugin().checkGpuArch(arch); }
-void checkHostCpu(const std::string &cpu) { llvmPlugin().checkHostCpu(cpu); }
+void checkGpuArch(const std::string &arch) {
+  std::string error;
+  llvmPlugin().checkGpuArch(arch, error);
+  rethrow(error);
+}
+
+void checkHostCpu(const std::string &cpu) {
+  std::string error;
+  llvmPlugin().checkHostCpu(cpu, error);
+  rethrow(error);
+}
 
 struct KernelJit::Impl {
   void *engine = nullptr;
 };
 
 KernelJit::KernelJit(const std::string &cpu) : impl(std::make_unique<Impl>()) {
-  impl->engine = llvmPlugin().jitCreate(cpu);
+  std::string error;
+  impl->engine = llvmPlugin().jitCreate(cpu, error);
+  rethrow(error);
 }
 
 KernelJit::~KernelJit() {
@@ -77,11 +98,16 @@ KernelJit::~KernelJit() {
 }
 
 void KernelJit::addModule(const std::string &irText, const std::string &what) {
-  llvmPlugin().jitAddModule(impl->engine, irText, what);
+  std::string error;
+  llvmPlugin().jitAddModule(impl->engine, irText, what, error);
+  rethrow(error);
 }
 
 KernelJit::Entry KernelJit::entry(const std::string &symbol, size_t nbufs, size_t nvars) {
-  return llvmPlugin().jitEntry(impl->engine, symbol, nbufs, nvars);
+  std::string error;
+  KernelJit::Entry e = llvmPlugin().jitEntry(impl->engine, symbol, nbufs, nvars, error);
+  rethrow(error);
+  return e;
 }
 
 } // namespace uopc

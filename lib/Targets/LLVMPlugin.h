@@ -6,9 +6,11 @@
 // first time emitLLVMKernel, checkGpuArch or a KernelJit is used (LLVMPlugin.cpp). A C-target compile or
 // run never loads LLVM.
 //
-// The plugin is found at $UOPC_LLVM_PLUGIN, else beside the library holding uopc_targets (the build
-// directory). The table below is the whole interface; both sides are built together, so it is plain C++
-// (exceptions, uopc::Error included, cross it).
+// The plugin is found at $UOPC_LLVM_PLUGIN, else beside the running executable (the build directory). The
+// table below is the whole interface. The tools link the C++ runtime statically and the plugin (through
+// libLLVM) uses the shared one, so no exception crosses it: each entry catches what it throws and returns
+// the message in `error` (empty: success), which the caller's side throws again as uopc::Error. Values
+// (strings, vectors) do cross: both runtimes allocate with the same malloc.
 #pragma once
 
 #include "Targets/LLVMJit.h"
@@ -17,15 +19,16 @@
 namespace uopc {
 
 struct LLVMPluginApi {
-  static constexpr int kVersion = 1;
+  static constexpr int kVersion = 2;
   int version = kVersion;
-  EmittedLLVMKernel (*emit)(Context &, const UOp *, int64_t, std::string_view, const LLVMEmitOptions &) = nullptr;
-  void (*checkGpuArch)(const std::string &) = nullptr;
-  void (*checkHostCpu)(const std::string &) = nullptr;
-  void *(*jitCreate)(const std::string &cpu) = nullptr;
+  EmittedLLVMKernel (*emit)(Context &, const UOp *, int64_t, std::string_view, const LLVMEmitOptions &,
+                            std::string &error) = nullptr;
+  void (*checkGpuArch)(const std::string &, std::string &error) = nullptr;
+  void (*checkHostCpu)(const std::string &, std::string &error) = nullptr;
+  void *(*jitCreate)(const std::string &cpu, std::string &error) = nullptr;
   void (*jitDestroy)(void *) = nullptr;
-  void (*jitAddModule)(void *, const std::string &, const std::string &) = nullptr;
-  KernelJit::Entry (*jitEntry)(void *, const std::string &, size_t, size_t) = nullptr;
+  void (*jitAddModule)(void *, const std::string &, const std::string &, std::string &error) = nullptr;
+  KernelJit::Entry (*jitEntry)(void *, const std::string &, size_t, size_t, std::string &error) = nullptr;
 };
 
 /// The loaded plugin's table (loads it once). Throws uopc::Error naming the path when it cannot.
