@@ -71,6 +71,13 @@ inline bool isUpcastRange(const UOp *u) {
          u->arg->elems()[1]->kind == ArgKind::AxisType && u->arg->elems()[1]->axisType() == AxisType::UPCAST;
 }
 
+/// A reduction loop the optimizer unrolled (AxisType UNROLL, tinygrad's meaning: unroll:R:N): a loop of N
+/// iterations of its REDUCE, in order, that the targets run as N copies of the body.
+inline bool isUnrollRange(const UOp *u) {
+  return u->op == Op::RANGE && u->arg && u->arg->kind == ArgKind::Tuple && u->arg->count >= 2 &&
+         u->arg->elems()[1]->kind == ArgKind::AxisType && u->arg->elems()[1]->axisType() == AxisType::UNROLL;
+}
+
 /// The lanes of REDUCE `reduce`'s accumulator: the UPCAST ranges its value depends on (not those it
 /// reduces), by range number; empty for a scalar accumulator. Lane k of the accumulator is
 /// sum_i r_i * (product of the sizes after i), each UPCAST range of constant size (see laneCount).

@@ -48,27 +48,37 @@ namespace {
 /// upcast:AXIS:AMOUNT, split:AXIS:LO:HI (amount = LO, hi = HI), or partial:RAXIS:AMOUNT (RAXIS: a
 /// reduction loop, by its position among the kernel's reduction ranges in range-number order).
 struct Opt {
-  enum Kind { Upcast, Split, Partial, Block } kind = Upcast;
+  enum Kind { Upcast, Split, Partial, Block, Unroll } kind = Upcast;
   size_t axis = 0;
   int64_t amount = 1, hi = 0;
   std::string text() const {
-    std::string k = kind == Upcast ? "upcast:" : kind == Split ? "split:" : kind == Block ? "block:" : "partial:";
+    std::string k = kind == Upcast  ? "upcast:"
+                    : kind == Split ? "split:"
+                    : kind == Block ? "block:"
+                    : kind == Unroll ? "unroll:"
+                                     : "partial:";
     return k + std::to_string(axis) + ":" + std::to_string(amount) + (kind == Split ? ":" + std::to_string(hi) : "");
   }
 };
 
-/// "upcast:A:N", "split:A:LO:HI", "partial:R:N" or "block:A:N" -> Opt; throws Error naming the text otherwise.
+/// "upcast:A:N", "split:A:LO:HI", "partial:R:N", "unroll:R:N" or "block:A:N" -> Opt; throws Error naming the
+/// text otherwise.
 Opt parseOpt(std::string_view t) {
   auto bad = [&]() -> Opt {
     fail("pass 'optimize': opt '" + std::string(t) +
-         "' is not upcast:AXIS:AMOUNT, split:AXIS:LO:HI, partial:RAXIS:AMOUNT or block:AXIS:SIZE");
+         "' is not upcast:AXIS:AMOUNT, split:AXIS:LO:HI, partial:RAXIS:AMOUNT, unroll:RAXIS:AMOUNT or block:AXIS:SIZE");
   };
   Opt o;
   size_t colon = t.find(':');
   std::string_view kind = t.substr(0, colon);
-  if (colon == std::string_view::npos || (kind != "upcast" && kind != "split" && kind != "partial" && kind != "block"))
+  if (colon == std::string_view::npos ||
+      (kind != "upcast" && kind != "split" && kind != "partial" && kind != "block" && kind != "unroll"))
     return bad();
-  o.kind = kind == "upcast" ? Opt::Upcast : kind == "split" ? Opt::Split : kind == "block" ? Opt::Block : Opt::Partial;
+  o.kind = kind == "upcast"  ? Opt::Upcast
+           : kind == "split" ? Opt::Split
+           : kind == "block" ? Opt::Block
+           : kind == "unroll" ? Opt::Unroll
+                              : Opt::Partial;
   std::vector<int64_t> nums;
   for (std::string_view rest = t.substr(colon + 1);;) {
     size_t c = rest.find(':');
@@ -330,9 +340,12 @@ struct Optimizer {
   /// REDUCE(REDUCE(x[r -> r_o * A + r_u], ..., r_o), r_u) over an UPCAST range r_u: A accumulators, each
   /// reducing every A-th element in order, then reduced into one in lane order (the only reassociation:
   /// a float sum's partial sums; a max is the same).
+  /// unroll:R:A: each REDUCE over R becomes REDUCE(x[r -> r_o * A + r_u], ..., r_o, r_u) over an UNROLL
+  /// range r_u (tinygrad's UNROLL): the same accumulator, the same order, A iterations of R per iteration
+  /// of r_o, which the targets unroll.
   template <typename Bad>
-  void partial(const Opt &o, const Shape &s, Piece &main, std::vector<Piece> &before, std::vector<Piece> &after,
-               int64_t &next, Bad bad) {
+  void reductionOpt(const Opt &o, const Shape &s, Piece &main, std::vector<Piece> &before, std::vector<Piece> &after,
+                    int64_t &next, Bad bad) {
     if (o.axis >= s.reduceRanges.size())
       bad("the kernel has " + std::to_string(s.reduceRanges.size()) + " reduction loops");
     const UOp *r = s.reduceRanges[o.axis];
@@ -341,7 +354,8 @@ struct Optimizer {
       bad(std::to_string(o.amount) + " does not divide that loop into several parts");
     DType dt = r->dtype;
     const UOp *outer = c.make(Op::RANGE, dt, {c.constInt(dt, static_cast<int64_t>(*n) / o.amount)}, r->arg, r->tag);
-    const UOp *lane = rangeLike(r, o.amount, next++, AxisType::UPCAST);
+    bool unroll = o.kind == Opt::Unroll;
+    const UOp *lane = rangeLike(r, o.amount, next++, unroll ? AxisType::UNROLL : AxisType::UPCAST);
     const UOp *idx = c.make(Op::ADD, dt, {c.make(Op::MUL, dt, {outer, c.constInt(dt, o.amount)}), lane});
     auto rewrite = [&](Piece &p) {
       std::unordered_map<const UOp *, const UOp *> sub;
@@ -355,6 +369,11 @@ struct Optimizer {
         std::vector<const UOp *> in{substitute(c, u->src(0), {{r, idx}})};
         in.insert(in.end(), rs.begin(), rs.end() - 1);
         in.push_back(outer);
+        if (unroll) {
+          in.push_back(lane);
+          sub[u] = c.make(Op::REDUCE, u->dtype, in, u->arg, u->tag);
+          continue;
+        }
         const UOp *inner = c.make(Op::REDUCE, u->dtype, in, u->arg, u->tag);
         sub[u] = c.make(Op::REDUCE, u->dtype, {inner, lane}, u->arg, u->tag);
       }
@@ -376,15 +395,16 @@ struct Optimizer {
       if (u->op == Op::RANGE) next = std::max(next, rangeNumber(u) + 1);
     std::vector<Piece> before, after;
     Piece main{s.store, s.axes, s.sizes, {}, {}};
-    std::vector<bool> done(s.axes.size(), false);
+    std::vector<bool> done(s.axes.size(), false), unrolled(s.reduceRanges.size(), false);
     std::vector<const Arg *> texts;
     auto shifted = [&](const UOp *r, int64_t by) { return by ? c.make(Op::ADD, r->dtype, {r, c.constInt(r->dtype, by)}) : r; };
     for (const Opt &o : opts) {
       auto bad = [&](const std::string &why) {
         fail("pass 'optimize': kernel " + name + ": opt " + o.text() + ": " + why);
       };
-      if (o.kind != Opt::Partial && o.axis >= s.axes.size()) bad("the kernel has " + std::to_string(s.axes.size()) + " output loops");
-      if (o.kind != Opt::Partial && done[o.axis]) bad("that loop is upcast already");
+      bool onReduction = o.kind == Opt::Partial || o.kind == Opt::Unroll;
+      if (!onReduction && o.axis >= s.axes.size()) bad("the kernel has " + std::to_string(s.axes.size()) + " output loops");
+      if (!onReduction && done[o.axis]) bad("that loop is upcast already");
       texts.push_back(c.argString(o.text()));
       if (o.kind == Opt::Split) {
         if (!main.lanes.empty()) bad("splits come before the upcasts");
@@ -406,8 +426,10 @@ struct Optimizer {
         main.sizes[o.axis] = hi - lo;
         continue;
       }
-      if (o.kind == Opt::Partial) {
-        partial(o, s, main, before, after, next, bad);
+      if (o.kind == Opt::Partial || o.kind == Opt::Unroll) {
+        if (o.kind == Opt::Unroll && unrolled[o.axis]) bad("that loop is unrolled already");
+        if (o.kind == Opt::Unroll) unrolled[o.axis] = true;
+        reductionOpt(o, s, main, before, after, next, bad);
         continue;
       }
       if (o.kind == Opt::Block) {

@@ -628,6 +628,7 @@ struct Emitter {
     std::string from = isThreadRange(u) ? "uopc_lo" : "0", to = isThreadRange(u) ? "uopc_hi" : n.v;
     std::string simd;
     if (loopCount < laneLoops.size() && laneLoops[loopCount]) use(Helper::SimdLanes), simd = "UOPC_SIMD_LANES ";
+    if (isUnrollRange(u)) use(Helper::Unroll), simd = "UOPC_UNROLL(" + n.v + ") ";
     ++loopCount;
     line(simd + "for (" + computeType(u->dtype) + " " + name + " = " + from + "; " + name + " < " + to + "; " + name + "++) {");
     ++depth;

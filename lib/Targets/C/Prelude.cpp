@@ -161,6 +161,15 @@ UOPC_FN uint64_t uopc_threefry(uint64_t x, uint64_t key) {
   return ((uint64_t)x1 << 32) | x0;
 }
 )"},
+    // an UNROLL range's loop (the optimizer's unroll:R:N, tinygrad's UNROLL): the loop of N iterations run as N
+    // copies of its body
+    {Helper::Unroll, {}, R"(#if defined(__GNUC__)
+#define UOPC_PRAGMA(x) _Pragma(#x)
+#define UOPC_UNROLL(n) UOPC_PRAGMA(GCC unroll n)
+#else
+#define UOPC_UNROLL(n)
+#endif
+)"},
 };
 
 } // namespace

@@ -431,7 +431,14 @@ struct Emitter {
     llvm::Type *T = L->counter->getAllocatedType();
     Value *iv = b.CreateLoad(T, L->counter);
     b.CreateStore(b.CreateAdd(iv, llvm::ConstantInt::get(T, 1)), L->counter);
-    b.CreateBr(L->header);
+    llvm::BranchInst *latch = b.CreateBr(L->header);
+    if (isUnrollRange(L->range)) { // an UNROLL range: the loop run as copies of its body
+      llvm::Metadata *full[] = {llvm::MDString::get(lc, "llvm.loop.unroll.full")};
+      llvm::Metadata *ops[] = {nullptr, llvm::MDNode::get(lc, full)};
+      llvm::MDNode *self = llvm::MDNode::getDistinct(lc, ops);
+      self->replaceOperandWith(0, self);
+      latch->setMetadata(llvm::LLVMContext::MD_loop, self);
+    }
     open.pop_back();
     b.SetInsertPoint(L->exit);
   }

@@ -12,7 +12,7 @@ def label(i):
     op = n["op"]
     if op == "RANGE":
         axis = n["arg"][1].get("v") if isinstance(n["arg"][1], dict) else n["arg"][1]
-        return "RANGE r%s %s%s" % (n["arg"][0], size(n["src"][0]), " UPCAST" if axis == "UPCAST" else "")
+        return "RANGE r%s %s%s" % (n["arg"][0], size(n["src"][0]), " " + axis if axis in ("UPCAST", "UNROLL") else "")
     if op == "END":
         return "END r%s" % nodes[n["src"][0]]["arg"][0]
     if op == "SPECIAL":
