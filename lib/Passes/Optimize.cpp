@@ -308,6 +308,14 @@ std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target
         break;
       }
   opts.push_back({Opt::Upcast, *va, vAmount}); // last: the highest range number, the innermost lanes
+  // the tile's reduction loop unrolled by the target's amount (tinygrad's UNROLL), when every REDUCE ends in it
+  int64_t u = target.tileUnroll;
+  const UOp *r = s.reduceRanges.empty() ? nullptr : s.reduceRanges.back();
+  auto n = r && r->op == Op::RANGE && r->nsrc == 1 ? constBound(r->src(0)) : std::nullopt;
+  int64_t size = n && *n <= INT32_MAX ? static_cast<int64_t>(*n) : 0;
+  bool innermost = r && std::all_of(s.reduces.begin(), s.reduces.end(), [&](const UOp *red) { return red->src().back() == r; });
+  if (u > 1 && innermost && size > u && size % u == 0)
+    opts.push_back({Opt::Unroll, s.reduceRanges.size() - 1, u});
   return opts;
 }
 
