@@ -362,13 +362,23 @@ RuleSet &RuleSet::add(const RuleSet &more) {
 }
 
 void RuleSet::reindex() {
-  index_.clear();
-  for (unsigned op = 0; op < kNumOps; ++op) {
-    offsets_[op] = uint32_t(index_.size());
-    for (const auto &r : rules_)
-      if (r->topOps.test(static_cast<Op>(op))) index_.push_back(r.get());
-  }
-  offsets_[kNumOps] = uint32_t(index_.size());
+  // a counting sort by op over each rule's set bits (a rule names few ops; every rule set is indexed once
+  // per process, so this is start-up time): each op's rules in rule order
+  auto eachOp = [](const OpMask &m, auto &&f) {
+    for (unsigned k = 0; k < 2; ++k)
+      for (uint64_t bits = m.w[k]; bits; bits &= bits - 1) {
+        unsigned op = k * 64 + unsigned(__builtin_ctzll(bits));
+        if (op < kNumOps) f(op);
+      }
+  };
+  std::array<uint32_t, kNumOps + 1> count{};
+  for (const auto &r : rules_) eachOp(r->topOps, [&](unsigned op) { ++count[op]; });
+  uint32_t total = 0;
+  for (unsigned op = 0; op < kNumOps; ++op) offsets_[op] = total, total += count[op];
+  offsets_[kNumOps] = total;
+  index_.assign(total, nullptr);
+  std::array<uint32_t, kNumOps + 1> next = offsets_;
+  for (const auto &r : rules_) eachOp(r->topOps, [&](unsigned op) { index_[next[op]++] = r.get(); });
 }
 
 const UOp *RuleSet::rewrite(Context &ctx, const UOp *u, void *user, RewriteStats *stats) const {
