@@ -272,8 +272,9 @@ int compileMain(int argc, char **argv) {
                  "tiles chosen per kernel")
       ->check(CLI::Range(0, 2));
   app.add_option("--kernel-opts", kernelOpts,
-                 "Give kernels their opts by hand: NAME/upcast:AXIS:AMOUNT/...;NAME2 (NAME2: none); the names "
-                 "and the opts chosen are in --print-after=optimize and the manifest's applied_opts");
+                 "Give kernels their opts by hand: NAME/OPT/...;NAME2 (NAME2: none), OPT one of upcast:AXIS:AMOUNT, "
+                 "split:AXIS:LO:HI, partial:RAXIS:AMOUNT, unroll:RAXIS:AMOUNT, block:AXIS:SIZE (docs/lowering.md); "
+                 "the names and the opts chosen are in --print-after=optimize and the manifest's applied_opts");
   app.add_option("--emit", emit,
                  "What to write: 'kernels' (default) the kernel sources and manifest.json, 'manifest' only "
                  "manifest.json (the schedule), 'graph' the final graph as graph.json, 'library' one C library "

@@ -4,7 +4,7 @@
 // records them in its KernelInfo's applied_opts, so that `--print-after=optimize`, the manifest and a
 // later run with the same opts given by hand all say what was done.
 //
-// The one opt so far, "upcast:AXIS:AMOUNT": the kernel's output loop AXIS (its position among its END's
+// The main opt, "upcast:AXIS:AMOUNT": the kernel's output loop AXIS (its position among its END's
 // ranges) of constant size N, AMOUNT dividing N, becomes a loop of N/AMOUNT (the same range number) and
 // an UPCAST range of AMOUNT lanes (a new number, after every range of the kernel): r -> r_o * AMOUNT +
 // r_u, the lanes innermost. linearize then gives every REDUCE that depends on a lane one accumulator per
@@ -23,8 +23,10 @@
 //     move (stride 0: it is reused across that loop's lanes), upcast by 8, 4 or 2;
 //   - at most 128 accumulator lanes per REDUCE (16 AVX2 registers of float32).
 // A padded read's loop is first split into its interior and borders (split:AXIS:LO:HI); a kernel with no
-// register tile may instead get partial accumulators for its reductions (partial:RAXIS:AMOUNT; see
-// docs/lowering.md for both).
+// register tile may instead get partial accumulators for its reductions (partial:RAXIS:AMOUNT); a tile's
+// reduction loop is unrolled by the target's tileUnroll (unroll:RAXIS:AMOUNT, tinygrad's UNROLL: the same
+// order). block:AXIS:SIZE (a cache-block loop, outermost) is only given by hand. docs/lowering.md has
+// each, with what was measured.
 // Level 0 or 1 leaves kernels as they are (1 is reserved for cheaper choices). The option
 // opts=NAME/OPT/OPT;NAME2 gives a kernel's opts by hand instead (none for NAME2), as tinygrad's
 // opts_to_apply; kernels not named get the level's choice. GPU targets: no opts yet.
