@@ -47,19 +47,18 @@
 namespace uopc {
 namespace {
 
-/// upcast:AXIS:AMOUNT, split:AXIS:LO:HI (amount = LO, hi = HI), or partial:RAXIS:AMOUNT (RAXIS: a
-/// reduction loop, by its position among the kernel's reduction ranges in range-number order).
+/// upcast:AXIS:AMOUNT, split:AXIS:LO:HI (amount = LO, hi = HI), partial:RAXIS:AMOUNT, unroll:RAXIS:AMOUNT
+/// (RAXIS: a reduction loop, by its position among the kernel's reduction ranges in range-number order) or
+/// block:AXIS:SIZE (amount = SIZE).
 struct Opt {
   enum Kind { Upcast, Split, Partial, Block, Unroll } kind = Upcast;
+  /// Each kind's name, by Kind.
+  static constexpr std::string_view kNames[] = {"upcast", "split", "partial", "block", "unroll"};
   size_t axis = 0;
   int64_t amount = 1, hi = 0;
   std::string text() const {
-    std::string k = kind == Upcast  ? "upcast:"
-                    : kind == Split ? "split:"
-                    : kind == Block ? "block:"
-                    : kind == Unroll ? "unroll:"
-                                     : "partial:";
-    return k + std::to_string(axis) + ":" + std::to_string(amount) + (kind == Split ? ":" + std::to_string(hi) : "");
+    return std::string(kNames[kind]) + ":" + std::to_string(axis) + ":" + std::to_string(amount) +
+           (kind == Split ? ":" + std::to_string(hi) : "");
   }
 };
 
@@ -73,14 +72,9 @@ Opt parseOpt(std::string_view t) {
   Opt o;
   size_t colon = t.find(':');
   std::string_view kind = t.substr(0, colon);
-  if (colon == std::string_view::npos ||
-      (kind != "upcast" && kind != "split" && kind != "partial" && kind != "block" && kind != "unroll"))
-    return bad();
-  o.kind = kind == "upcast"  ? Opt::Upcast
-           : kind == "split" ? Opt::Split
-           : kind == "block" ? Opt::Block
-           : kind == "unroll" ? Opt::Unroll
-                              : Opt::Partial;
+  const std::string_view *name = std::find(std::begin(Opt::kNames), std::end(Opt::kNames), kind);
+  if (colon == std::string_view::npos || name == std::end(Opt::kNames)) return bad();
+  o.kind = static_cast<Opt::Kind>(name - std::begin(Opt::kNames));
   std::vector<int64_t> nums;
   for (std::string_view rest = t.substr(colon + 1);;) {
     size_t c = rest.find(':');
@@ -332,6 +326,12 @@ struct Optimizer {
     return c.make(Op::RANGE, r->dtype, {c.constInt(r->dtype, size)}, c.argTuple(elems), r->tag);
   }
 
+  /// outer * amount + inner: a loop's counter from the two loops it was cut into.
+  const UOp *combined(const UOp *outer, int64_t amount, const UOp *inner) {
+    DType dt = outer->dtype;
+    return c.make(Op::ADD, dt, {c.make(Op::MUL, dt, {outer, c.constInt(dt, amount)}), inner});
+  }
+
   const UOp *simplified(const UOp *x) {
     SymbolicCtx sc;
     return simplifyWith(c, x, symRules(), &sc);
@@ -366,7 +366,7 @@ struct Optimizer {
     const UOp *outer = c.make(Op::RANGE, dt, {c.constInt(dt, static_cast<int64_t>(*n) / o.amount)}, r->arg, r->tag);
     bool unroll = o.kind == Opt::Unroll;
     const UOp *lane = rangeLike(r, o.amount, next++, unroll ? AxisType::UNROLL : AxisType::UPCAST);
-    const UOp *idx = c.make(Op::ADD, dt, {c.make(Op::MUL, dt, {outer, c.constInt(dt, o.amount)}), lane});
+    const UOp *idx = combined(outer, o.amount, lane);
     auto rewrite = [&](Piece &p) {
       std::unordered_map<const UOp *, const UOp *> sub;
       for (const UOp *u : toposort(p.store)) {
@@ -451,7 +451,7 @@ struct Optimizer {
         DType dt = r->dtype;
         const UOp *outer = rangeLike(r, n / o.amount, next++, std::nullopt);
         const UOp *inner = c.make(Op::RANGE, dt, {c.constInt(dt, o.amount)}, r->arg, r->tag);
-        main.store = substitute(c, main.store, {{r, c.make(Op::ADD, dt, {c.make(Op::MUL, dt, {outer, c.constInt(dt, o.amount)}), inner})}});
+        main.store = substitute(c, main.store, {{r, combined(outer, o.amount, inner)}});
         main.axes[o.axis] = inner;
         main.sizes[o.axis] = o.amount;
         main.blocks.push_back(outer);
@@ -470,7 +470,7 @@ struct Optimizer {
         const UOp *outer = c.make(Op::RANGE, dt, {c.constInt(dt, p.sizes[o.axis] / o.amount)}, r->arg, r->tag);
         // (a loop upcast whole leaves no outer loop of one iteration)
         bool whole = o.amount == p.sizes[o.axis];
-        const UOp *v = whole ? lane : c.make(Op::ADD, dt, {c.make(Op::MUL, dt, {outer, c.constInt(dt, o.amount)}), lane});
+        const UOp *v = whole ? lane : combined(outer, o.amount, lane);
         p.store = substitute(c, p.store, {{r, v}});
         p.axes[o.axis] = whole ? nullptr : outer;
         p.lanes.push_back(lane);

@@ -626,11 +626,11 @@ struct Emitter {
     openLoops.push_back(lines.size());
     // a THREAD loop runs the iterations [uopc_lo, uopc_hi) this call was given (KernelABI.h)
     std::string from = isThreadRange(u) ? "uopc_lo" : "0", to = isThreadRange(u) ? "uopc_hi" : n.v;
-    std::string simd;
-    if (loopCount < laneLoops.size() && laneLoops[loopCount]) use(Helper::SimdLanes), simd = "UOPC_SIMD_LANES ";
-    if (isUnrollRange(u)) use(Helper::Unroll), simd = "UOPC_UNROLL(" + n.v + ") ";
+    std::string hint; // how the loop's axis type is spelled: lanes, or an unrolled reduction loop
+    if (loopCount < laneLoops.size() && laneLoops[loopCount]) use(Helper::SimdLanes), hint = "UOPC_SIMD_LANES ";
+    if (isUnrollRange(u)) use(Helper::Unroll), hint = "UOPC_UNROLL(" + n.v + ") ";
     ++loopCount;
-    line(simd + "for (" + computeType(u->dtype) + " " + name + " = " + from + "; " + name + " < " + to + "; " + name + "++) {");
+    line(hint + "for (" + computeType(u->dtype) + " " + name + " = " + from + "; " + name + " < " + to + "; " + name + "++) {");
     ++depth;
     loopNames.insert(name);
     openNames.push_back(name);
