@@ -3,12 +3,29 @@
 
 #include "IR/Error.h"
 #include "IR/Range.h"
+#include "IR/Records.h"
 
 #include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
 namespace uopc {
+
+std::vector<size_t> writtenSlots(const UOp *call) {
+  std::vector<size_t> out{0};
+  if (const UOp *sink = kernelSink(call))
+    for (const UOp *e : sink->src()) {
+      const UOp *st = e->op == Op::END && e->nsrc ? e->src(0) : e;
+      if (st->op != Op::STORE || st->nsrc < 1 || st->src(0)->op != Op::INDEX || st->src(0)->nsrc < 1) continue;
+      const UOp *p = st->src(0)->src(0);
+      if (p->op != Op::PARAM || !p->arg) continue;
+      int64_t slot = ParamArg::slotOf(p->arg);
+      if (slot > 0 && static_cast<size_t>(slot) + 1 < call->nsrc) out.push_back(static_cast<size_t>(slot));
+    }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
 
 int64_t rangeNumber(const UOp *r) {
   return r->arg && r->arg->kind == ArgKind::Tuple && r->arg->count && r->arg->elems()[0]->kind == ArgKind::Int

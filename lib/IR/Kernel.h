@@ -23,6 +23,11 @@ inline const UOp *kernelSink(const UOp *call) {
   return b->op == Op::SINK ? b : nullptr;
 }
 
+/// The argument slots a CALL writes, in increasing order: a copy its slot 0; a kernel slot 0 (kernel-split
+/// puts the state it writes first) and every slot a store of its SINK writes (several for a kernel
+/// computing several outputs together: slots 0..n-1). CALL argument i + 1 is slot i's state.
+std::vector<size_t> writtenSlots(const UOp *call);
+
 /// The items of a linearized kernel body (LINEAR's sources after the SINK).
 inline std::span<const UOp *const> linearItems(const UOp *linear) { return linear->src().subspan(1); }
 

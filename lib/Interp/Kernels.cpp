@@ -284,13 +284,17 @@ void Evaluator::runKernels() {
       if (a->op == Op::AFTER)
         for (const UOp *d : a->src().subspan(1))
           if (auto it = callIndex.find(d); it != callIndex.end()) before[c].push_back(it->second);
-  for (size_t w = 0; w < calls.size(); ++w) {
-    const UOp *prior = calls[w]->src(1);
-    for (size_t r = 0; r < calls.size(); ++r)
-      if (r != w)
-        for (const UOp *a : calls[r]->src().subspan(2))
-          if (a == prior) before[w].push_back(r);
-  }
+  std::vector<std::vector<size_t>> written(calls.size());
+  for (size_t c = 0; c < calls.size(); ++c) written[c] = writtenSlots(calls[c]);
+  for (size_t w = 0; w < calls.size(); ++w)
+    for (size_t slot : written[w]) {
+      const UOp *prior = calls[w]->src(slot + 1);
+      for (size_t r = 0; r < calls.size(); ++r)
+        if (r != w)
+          for (size_t a = 0; a + 1 < calls[r]->nsrc; ++a)
+            if (calls[r]->src(a + 1) == prior && !std::binary_search(written[r].begin(), written[r].end(), a))
+              before[w].push_back(r);
+    }
   // depth-first order over `before`, with an explicit stack (a chain of calls may be long)
   std::vector<int> state(calls.size(), 0);
   std::vector<size_t> order;

@@ -195,14 +195,14 @@ private:
   }
 };
 
-/// Marks what one kernel writes into its slot 0; false when that cannot be known exactly.
-bool markKernel(const UOp *body, std::vector<bool> &written, int64_t &budget) {
+/// Marks what one kernel writes into its `slot`; false when that cannot be known exactly.
+bool markKernel(const UOp *body, size_t slot, std::vector<bool> &written, int64_t &budget) {
   for (const UOp *e : body->src()) {
     const UOp *st = e->op == Op::END ? e->src(0) : e;
     if (st->op != Op::STORE || st->src(0)->op != Op::INDEX || st->src(0)->nsrc < 2) return false;
     const UOp *buf = st->src(0)->src(0);
     if (buf->op != Op::PARAM) return false;
-    if (ParamArg::slotOf(buf->arg) != 0) continue;
+    if (ParamArg::slotOf(buf->arg) != static_cast<int64_t>(slot)) continue;
     if (!StoreRun(e->op == Op::END ? e : nullptr, st).run(written, budget)) return false;
   }
   return true;
@@ -219,7 +219,7 @@ KeptElements keptElements(Context &ctx, const std::vector<BufferWrite> &writes, 
     if (!w.body) return KeptElements{true, 0, {}}; // a copy writes every element
     SymbolicCtx sc;
     const UOp *body = bindVariables(ctx, w.body, {{"_device_num", w.deviceNum}}, &sc);
-    if (!markKernel(simplifyWith(ctx, body, symRules(), &sc), written, budget)) return k;
+    if (!markKernel(simplifyWith(ctx, body, symRules(), &sc), w.slot, written, budget)) return k;
   }
   // the unwritten intervals, then runs of equal length at a constant stride
   std::vector<std::pair<int64_t, int64_t>> gaps; // [start, end)

@@ -30,11 +30,12 @@ inline constexpr int64_t kMaxCoverageWork = int64_t(1) << 26; ///< node evaluati
 inline constexpr int64_t kMaxCoverageElements = int64_t(1) << 26;
 inline constexpr size_t kMaxKeptRuns = 1024;
 
-/// One write of a buffer: a kernel body (a SINK whose stores write argument slot 0) as it runs on one
-/// device, with `_device_num` bound, or (body null) a copy that writes every element.
+/// One write of a buffer: a kernel body (a SINK whose stores to argument `slot` write it) as it runs on
+/// one device, with `_device_num` bound, or (body null) a copy that writes every element.
 struct BufferWrite {
   const UOp *body = nullptr;
   int64_t deviceNum = 0;
+  size_t slot = 0;
 };
 
 /// The elements of a buffer of `numel` elements that none of `writes` (all of one device) writes.

@@ -10,6 +10,15 @@
 // [destination device(s), source device index or -1]; multi-lower's COPY(where(_device_num == k, x,
 // Invalid)) copies device k's shard of x.
 //
+// Outputs computed together (multi-output kernels). Stores of the function's outputs that recompute the
+// same work are one kernel: their values are elementwise over the same loops (the same output shape and
+// devices, no reduction), they share an ALU op on data that no buffer holds (ew_bool_logic's two
+// comparisons, read by five outputs), and none reads a buffer another writes. That kernel is
+// SINK(END(STORE(out0...), ranges), END(STORE(out1...), the same ranges), ...), its written states the
+// CALL's first arguments (slots 0..n-1); linearize runs stores over the same loops in one loop nest, so
+// the shared op is computed once per element. Only stores whose results nothing but the function's SINK
+// reads are grouped, so deferring them to the last member changes no other kernel.
+//
 // Precondition: rangeify ran (STAGE marks every value read by more than one kernel).
 #include "IR/Error.h"
 #include "IR/Records.h"
@@ -17,7 +26,10 @@
 #include "Passes/Rangeify/Lower.h"
 #include "Passes/Rewrite.h"
 
+#include <algorithm>
+#include <map>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace uopc {
 namespace {
@@ -66,14 +78,19 @@ struct Splitter {
   }
 
   /// Wraps a lowered kernel body into CALL(SINK(body), states...), `out` (the state written) first.
-  const UOp *makeCall(const UOp *body, const UOp *out) {
-    std::vector<const UOp *> args{out};
-    std::unordered_map<const UOp *, size_t> slotOf{{rawBuffer(out), 0}};
+  const UOp *makeCall(const UOp *body, const UOp *out) { return makeCall(std::vector<const UOp *>{body}, {out}); }
+
+  /// One kernel of several stores: CALL(SINK(bodies...), outs..., states read...), the states written
+  /// first (slot i: outs[i]).
+  const UOp *makeCall(const std::vector<const UOp *> &bodies, const std::vector<const UOp *> &outs) {
+    std::vector<const UOp *> args(outs);
+    std::unordered_map<const UOp *, size_t> slotOf;
+    for (size_t i = 0; i < outs.size(); ++i) slotOf.emplace(rawBuffer(outs[i]), i);
     std::unordered_map<const UOp *, const UOp *> subst;
     // the INDEXed states in order of first use, without walking into the states (their CALLs)
     std::vector<const UOp *> indexed;
     std::unordered_map<const UOp *, bool> seen;
-    std::vector<const UOp *> stack{body};
+    std::vector<const UOp *> stack(bodies.rbegin(), bodies.rend());
     while (!stack.empty()) {
       const UOp *u = stack.back();
       stack.pop_back();
@@ -92,15 +109,17 @@ struct Splitter {
       p.slot = static_cast<int64_t>(it->second);
       subst[st] = c.make(Op::PARAM, raw->dtype, {raw->src(0)}, p.encode(c));
     }
-    if (!subst.count(out)) {
-      const UOp *raw = rawBuffer(out);
+    for (size_t i = 0; i < outs.size(); ++i) {
+      if (subst.count(outs[i])) continue;
+      const UOp *raw = rawBuffer(outs[i]);
       ParamArg p = ParamArg::decode(raw->arg);
-      p.slot = 0;
-      subst[out] = c.make(Op::PARAM, raw->dtype, {raw->src(0)}, p.encode(c));
+      p.slot = static_cast<int64_t>(i);
+      subst[outs[i]] = c.make(Op::PARAM, raw->dtype, {raw->src(0)}, p.encode(c));
     }
-    const UOp *k = substitute(c, body, subst);
+    std::vector<const UOp *> ks;
+    for (const UOp *body : bodies) ks.push_back(substitute(c, body, subst));
     const Arg *info = makeRecord(c, "KernelInfo", {{"name", c.argString("k" + std::to_string(nextKernel++))}});
-    const UOp *sink = c.make(Op::SINK, DType::Void, {k}, info);
+    const UOp *sink = c.make(Op::SINK, DType::Void, ks, info);
     std::vector<const UOp *> srcs{sink};
     srcs.insert(srcs.end(), args.begin(), args.end());
     return c.make(Op::CALL, DType::Void, srcs);
@@ -136,12 +155,161 @@ struct Splitter {
     return !isMovement(v->op);
   }
 
+  // ---- outputs computed together (see the file comment) ----------------------------------------
+  std::unordered_map<const UOp *, size_t> groupOf;  ///< STORE -> its group, for groups of 2 or more
+  std::vector<std::vector<const UOp *>> groups;     ///< members in topological order
+  std::unordered_set<const UOp *> deferred;         ///< members whose group's kernel is not made yet
+  std::vector<const UOp *> deferredAfters;          ///< their AFTERs, visited once the groups are made
+
+  const UOp *priorOf(const UOp *store) {
+    const UOp *base = store->src(0);
+    while (isMovement(base->op)) base = base->src(0);
+    return Lowerer::isBuffer(base) ? base : L.stateOf(base);
+  }
+
+  /// Groups the stores that write only the function's outputs and share work (see the file comment).
+  void findGroups(const UOp *root, const std::vector<const UOp *> &nodes) {
+    std::unordered_map<const UOp *, std::vector<const UOp *>> users;
+    for (const UOp *u : nodes)
+      if (u != root)
+        for (const UOp *s : u->src())
+          if (s->op == Op::STORE || s->op == Op::AFTER) users[s].push_back(u);
+    std::unordered_set<const UOp *> rootSrc(root->src().begin(), root->src().end());
+    struct Cand {
+      const UOp *store, *raw;
+      std::vector<const UOp *> alu;          ///< ALU ops on data in its cone, sorted
+      std::unordered_set<const UOp *> reads; ///< raw buffers its cone reads
+      std::string key;                       ///< devices and output shape: the same loops
+    };
+    std::vector<Cand> cands;
+    std::unordered_map<const UOp *, size_t> rawCount;
+    constexpr size_t kMaxCone = 1 << 16;
+    for (const UOp *st : nodes) {
+      if (st->op != Op::STORE || st->src(1)->op == Op::COPY) continue;
+      auto us = users.find(st);
+      if (us == users.end()) continue;
+      bool onlyOutputs = true;
+      for (const UOp *a : us->second)
+        if (a->op != Op::AFTER || a->nsrc != 2 || !rootSrc.count(a) || !Lowerer::isBuffer(a->src(0)) ||
+            users.count(a))
+          onlyOutputs = false;
+      const auto &shape = si.shape(st->src(0));
+      if (!onlyOutputs || !shape) continue;
+      Cand cd{st, Lowerer::baseBuffer(st->src(0)), {}, {}, {}};
+      if (!cd.raw) continue;
+      for (const std::string &d : si.device(st->src(0))) cd.key += d + ",";
+      cd.key += "|";
+      for (const UOp *d : *shape) cd.key += std::to_string(d->index) + ",";
+      // the cone up to what buffers hold, in post-order; a reduction (loops of its own) keeps the store
+      // alone. An ALU op counts when its cone reaches a buffer (else it is index or mask arithmetic).
+      auto isRead = [](const UOp *u) {
+        return Lowerer::isBuffer(u) || u->op == Op::AFTER || u->op == Op::STAGE || u->op == Op::CONTIGUOUS ||
+               u->op == Op::COPY;
+      };
+      bool ok = true;
+      std::unordered_map<const UOp *, bool> onData; // (also: visited)
+      std::vector<std::pair<const UOp *, size_t>> work{{st->src(1), 0}};
+      onData[st->src(1)] = false;
+      while (!work.empty() && ok) {
+        auto &[u, i] = work.back();
+        if (isRead(u)) {
+          const UOp *b = Lowerer::baseBuffer(u);
+          cd.reads.insert(b ? b : u);
+          onData[u] = true;
+          work.pop_back();
+          continue;
+        }
+        if (u->op == Op::REDUCE || u->op == Op::STORE || onData.size() > kMaxCone) ok = false;
+        if (i < u->nsrc) {
+          const UOp *x = u->src(i++);
+          if (onData.emplace(x, false).second) work.push_back({x, 0});
+          continue;
+        }
+        bool d = false;
+        for (const UOp *x : u->src()) d = d || onData[x];
+        onData[u] = d;
+        if (d && isALU(u->op)) cd.alu.push_back(u);
+        work.pop_back();
+      }
+      if (!ok) continue;
+      std::sort(cd.alu.begin(), cd.alu.end());
+      ++rawCount[cd.raw];
+      cands.push_back(std::move(cd));
+    }
+    // greedily, in topological order: a store joins the first group of its loops it shares an op with
+    // and whose members read none of its buffers, nor write one it reads
+    std::map<std::string, std::vector<size_t>> byKey; // key -> groups (indices into `gs`)
+    std::vector<std::vector<size_t>> gs;              // groups of candidate indices
+    for (size_t i = 0; i < cands.size(); ++i) {
+      Cand &ci = cands[i];
+      if (rawCount[ci.raw] > 1) continue; // one buffer written by several stores: not an output of its own
+      auto &bucket = byKey[ci.key];
+      size_t joined = SIZE_MAX;
+      for (size_t gi : bucket) {
+        bool shares = false, clash = false;
+        for (size_t j : gs[gi]) {
+          const Cand &cj = cands[j];
+          clash = clash || ci.reads.count(cj.raw) || cj.reads.count(ci.raw);
+          std::vector<const UOp *> common;
+          std::set_intersection(ci.alu.begin(), ci.alu.end(), cj.alu.begin(), cj.alu.end(), std::back_inserter(common));
+          shares = shares || !common.empty();
+        }
+        if (shares && !clash) {
+          joined = gi;
+          break;
+        }
+      }
+      if (joined == SIZE_MAX) {
+        bucket.push_back(gs.size());
+        gs.push_back({i});
+      } else {
+        gs[joined].push_back(i);
+      }
+    }
+    for (const auto &grp : gs) {
+      if (grp.size() < 2) continue;
+      std::vector<const UOp *> members;
+      for (size_t i : grp) {
+        members.push_back(cands[i].store);
+        groupOf[cands[i].store] = groups.size();
+        deferred.insert(cands[i].store);
+      }
+      groups.push_back(std::move(members));
+    }
+  }
+
+  /// The kernel of a group, made at its last member: one kernel when every member runs over the same
+  /// loops, else (lowering disagreed with the shapes) a kernel each.
+  void makeGroup(const std::vector<const UOp *> &members) {
+    std::vector<const UOp *> bodies, outs;
+    for (const UOp *st : members) {
+      const UOp *prior = priorOf(st);
+      L.beginKernel(0);
+      bodies.push_back(L.lowerStore(st->src(0), st->src(1), prior));
+      outs.push_back(prior);
+    }
+    auto loops = [](const UOp *b) {
+      return b->op == Op::END ? std::vector<const UOp *>(b->src().begin() + 1, b->src().end()) : std::vector<const UOp *>{};
+    };
+    bool same = true;
+    for (const UOp *b : bodies) same = same && loops(b) == loops(bodies[0]);
+    if (same) {
+      const UOp *call = makeCall(bodies, outs);
+      for (const UOp *st : members) callOf[st] = call;
+    } else {
+      for (size_t i = 0; i < members.size(); ++i) callOf[members[i]] = makeCall(bodies[i], outs[i]);
+    }
+    for (const UOp *st : members) deferred.erase(st);
+  }
+
   void visit(const UOp *u) {
     switch (u->op) {
     case Op::STORE: {
-      const UOp *base = u->src(0);
-      while (isMovement(base->op)) base = base->src(0);
-      const UOp *prior = Lowerer::isBuffer(base) ? base : L.stateOf(base);
+      if (auto g = groupOf.find(u); g != groupOf.end()) {
+        if (groups[g->second].back() == u) makeGroup(groups[g->second]);
+        break;
+      }
+      const UOp *prior = priorOf(u);
       if (u->src(1)->op == Op::COPY && contiguousView(u->src(0))) { // the copy lands in place: no kernel
         callOf[u] = copyCall(u->src(1), prior);
         break;
@@ -151,6 +319,10 @@ struct Splitter {
       break;
     }
     case Op::AFTER: {
+      if (std::any_of(u->src().begin(), u->src().end(), [&](const UOp *d) { return deferred.count(d) > 0; })) {
+        deferredAfters.push_back(u);
+        break;
+      }
       std::vector<const UOp *> srcs{rawBuffer(u->src(0))};
       if (u->src(0)->op == Op::AFTER) srcs.push_back(L.stateOf(u->src(0)));
       for (const UOp *d : u->src().subspan(1)) {
@@ -188,7 +360,10 @@ void runKernelSplit(Graph &g, const PassContext &) {
   const UOp *root = normalizeAfters(c, g.root);
   g.root = root;
   Splitter sp(g);
-  for (const UOp *u : toposort(root)) sp.visit(u);
+  std::vector<const UOp *> nodes = toposort(root);
+  sp.findGroups(root, nodes);
+  for (const UOp *u : nodes) sp.visit(u);
+  for (const UOp *u : std::vector<const UOp *>(std::move(sp.deferredAfters))) sp.visit(u); // (only the SINK reads them)
   std::vector<const UOp *> outs;
   for (const UOp *s : root->src()) {
     while (isMovement(s->op)) s = s->src(0);

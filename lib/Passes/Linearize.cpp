@@ -28,7 +28,9 @@
 // accumulator and its own loops at its level. A REDUCE with lanes (UPCAST ranges, which the optimizer
 // puts innermost) gets them inside its own loops: for k { for lane { acc[lane] += x } }, so each value
 // that does not move with a lane (a matmul's A[i, k] across j's lanes) is loaded once for all of them. A store runs in its END's ranges, then any other range its
-// operands use, by range number.
+// operands use, by range number; a store over the same loops (and GPU threads) as the store before it
+// runs in that store's loop nest, unless a store reads a buffer another writes (mayRace): outputs
+// computed together (kernel-split) compute what they share once per element.
 //
 // GPU targets (PassTarget::gpuGrid: ptx, llvm --grid-on-host): per store, the END ranges its index depends
 // on and whose sizes are constant become the global thread id (outermost first, at most 2^31 - 1 threads)
@@ -47,6 +49,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -253,6 +256,7 @@ struct Linearizer {
   void statement(const UOp *e, const StorePlan &plan) {
     const UOp *st = e->op == Op::END ? e->src(0) : e;
     if ((st->op == Op::CUSTOM || st->op == Op::CUSTOMI) && st->dtype == DType::Void) { // (a void CUSTOMI: the C target refuses it)
+      closeShared();
       std::vector<const UOp *> loops = statementLoops(e, st->src(), {});
       for (const UOp *r : loops) openLoop(r);
       for (const UOp *x : st->src()) emit(x);
@@ -262,7 +266,7 @@ struct Linearizer {
     }
     if (st->op != Op::STORE || st->src(0)->op != Op::INDEX || st->src(0)->src(0)->op != Op::PARAM)
       failAt(e, "expected END(STORE(INDEX(PARAM, i), value), ranges...)");
-    bool scope = gpu;
+    const UOp *guard = nullptr;
     if (gpu) {
       // the mapped ranges from gid, innermost fastest
       std::unordered_map<const UOp *, const UOp *> sub;
@@ -277,23 +281,43 @@ struct Linearizer {
       }
       if (!sub.empty()) st = substitute(c, st, sub);
       analyze(st);
-      const UOp *guard = nullptr;
       if (plan.threads < launchThreads) {
         guard = c.make(Op::CMPLT, DType::Bool, {gid, c.constInt(DType::Int64, plan.threads)});
         analyze(guard);
-        emit(guard);
       }
-      openScope(gidx, guard);
     }
     const UOp *ix = st->src(0);
     const UOp *ops[] = {ix, st->src(1)};
     std::vector<const UOp *> loops = statementLoops(e, ops, plan.mapped);
-    for (const UOp *r : loops) openLoop(r);
+    // a store over the same loops (and GPU threads) as the one before runs in its loop nest: a kernel
+    // computing several outputs together computes what they share once per element
+    if (!shareLoops || !shared || shared->loops != loops || shared->guard != guard || shared->mapped != plan.mapped) {
+      closeShared();
+      if (gpu) {
+        if (guard) emit(guard);
+        openScope(gidx, guard);
+      }
+      for (const UOp *r : loops) openLoop(r);
+      shared = SharedNest{loops, guard, plan.mapped};
+    }
     for (const UOp *x : ix->src().subspan(1)) emit(x);
     emit(st->src(1));
     stack.back()->add(st);
-    for (size_t k = 0; k < loops.size(); ++k) closeScope();
-    if (scope) closeScope();
+  }
+
+  /// The loop nest (and GPU thread scope) the last store ran in, left open for the next store.
+  struct SharedNest {
+    std::vector<const UOp *> loops;
+    const UOp *guard = nullptr;
+    std::vector<const UOp *> mapped;
+  };
+  std::optional<SharedNest> shared;
+  bool shareLoops = false; ///< no store reads what another writes (mayRace): stores may share a loop nest
+  void closeShared() {
+    if (!shared) return;
+    for (size_t k = 0; k < shared->loops.size(); ++k) closeScope();
+    if (gpu) closeScope();
+    shared.reset();
   }
 
   /// True when some store could read what another iteration of the stores' loops writes: an INDEX of a
@@ -434,7 +458,9 @@ struct Linearizer {
       emit(gidx); // the launch is in the items even where no store needs the thread id
       emit(lidx);
     }
+    shareLoops = body->nsrc > 1 && !mayRace(body);
     for (size_t k = 0; k < body->nsrc; ++k) statement(body->src(k), gpu ? plans[k] : StorePlan{});
+    closeShared();
     std::vector<const UOp *> srcs{body};
     std::vector<const UOp *> items = flatten(c, top);
     srcs.insert(srcs.end(), items.begin(), items.end());

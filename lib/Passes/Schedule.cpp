@@ -152,16 +152,20 @@ struct Builder {
             if (auto it = callIndex.find(d); it != callIndex.end()) before[c].push_back(it->second);
     }
     // write-after-read: the writer of state S runs after every other call reading S
+    std::vector<std::vector<size_t>> written(calls.size());
+    for (size_t c = 0; c < calls.size(); ++c) written[c] = writtenSlots(calls[c]);
     std::unordered_map<const UOp *, std::vector<size_t>> readers;
     for (size_t r = 0; r < calls.size(); ++r)
-      for (const UOp *a : calls[r]->src().subspan(2)) {
-        auto &v = readers[a];
+      for (size_t a = 0; a + 1 < calls[r]->nsrc; ++a) {
+        if (std::binary_search(written[r].begin(), written[r].end(), a)) continue;
+        auto &v = readers[calls[r]->src(a + 1)];
         if (v.empty() || v.back() != r) v.push_back(r);
       }
     for (size_t w = 0; w < calls.size(); ++w)
-      if (auto it = readers.find(calls[w]->src(1)); it != readers.end())
-        for (size_t r : it->second)
-          if (r != w) before[w].push_back(r);
+      for (size_t slot : written[w])
+        if (auto it = readers.find(calls[w]->src(slot + 1)); it != readers.end())
+          for (size_t r : it->second)
+            if (r != w) before[w].push_back(r);
 
     std::vector<int> state(calls.size(), 0);
     std::vector<std::pair<size_t, size_t>> stack;
@@ -249,6 +253,9 @@ struct Builder {
           ParamArg pa = ParamArg::decode(u->arg);
           if (*pa.name != "_device_num") kv.insert(*pa.name);
         }
+      for (size_t slot : writtenSlots(call))
+        if (s.buffers[bufferIndex(call, call->src(slot + 1))].devices.size() != ob.devices.size())
+          error(call, "writes buffers on different numbers of devices");
       for (size_t d = 0; d < ob.devices.size(); ++d) {
         SchedStep st;
         st.kind = SchedStep::Kind::Kernel;
@@ -284,18 +291,18 @@ struct Builder {
     return false;
   }
 
-  /// True when the kernel surely writes every one of the numel elements of slot 0: each store to it is
+  /// True when the kernel surely writes every one of the numel elements of `slot`: each store to it is
   /// END(STORE(...), ranges) over constant ranges whose sizes multiply to at least numel, with no Invalid
   /// (a gate) in its index or value; or, for several stores that each write less (the optimizer's
   /// interior and borders), running their loops writes every element (Coverage.h). Conservative: false
   /// when unsure.
-  bool coversAll(const UOp *body, int64_t numel, int64_t deviceNum) {
+  bool coversAll(const UOp *body, size_t slot, int64_t numel, int64_t deviceNum) {
     bool any = false, part = false; // part: a store covers less than numel (the optimizer's interior and borders)
     Bound total = 0;
     for (const UOp *e : body->src()) {
       const UOp *st = e->op == Op::END ? e->src(0) : e;
       if (st->op != Op::STORE || st->src(0)->op != Op::INDEX || st->src(0)->src(0)->op != Op::PARAM) return false;
-      if (ParamArg::slotOf(st->src(0)->src(0)->arg) != 0) continue;
+      if (ParamArg::slotOf(st->src(0)->src(0)->arg) != static_cast<int64_t>(slot)) continue;
       Bound n = 1;
       if (e->op == Op::END)
         for (const UOp *r : e->src().subspan(1)) {
@@ -312,19 +319,19 @@ struct Builder {
     if (!any || total < numel) return false;
     if (!part) return true;
     // stores that together may cover it: run them (Coverage.h), exact or false
-    KeptElements k = keptElements(*g.ctx, {{body, deviceNum}}, numel);
+    KeptElements k = keptElements(*g.ctx, {{body, deviceNum, slot}}, numel);
     return k.known && k.elements == 0;
   }
 
   /// coversAll on the kernel as each device runs it: `_device_num` bound to the device's index and the
   /// body simplified (as the emitters do), so a per-device selection (where(_device_num == i, x, Invalid))
   /// folds away before the Invalid check.
-  bool coversAllDevices(const UOp *body, size_t outBuffer) {
+  bool coversAllDevices(const UOp *body, size_t slot, size_t outBuffer) {
     const SchedBuffer &b = s.buffers[outBuffer];
     for (size_t d = 0; d < std::max<size_t>(1, b.devices.size()); ++d) {
       SymbolicCtx sc;
       const UOp *k = bindVariables(*g.ctx, body, {{"_device_num", static_cast<int64_t>(d)}}, &sc);
-      if (!coversAll(simplifyWith(*g.ctx, k, symRules(), &sc), b.numel, static_cast<int64_t>(d))) return false;
+      if (!coversAll(simplifyWith(*g.ctx, k, symRules(), &sc), slot, b.numel, static_cast<int64_t>(d))) return false;
     }
     return true;
   }
@@ -333,22 +340,26 @@ struct Builder {
   void roles() {
     std::vector<char> written(s.buffers.size()), readInitial(s.buffers.size()), partial(s.buffers.size());
     for (const UOp *call : s.calls) {
-      const UOp *out = call->src(1);
-      size_t ob = bufferIndex(call, out);
-      written[ob] = 1;
-      for (const UOp *a : call->src().subspan(2))
-        if (a->op != Op::AFTER) readInitial[bufferIndex(call, a)] = 1;
-      if (const UOp *sink = kernelSink(call); out->op != Op::AFTER && sink) {
-        // the kernel loads from slot 0: an INDEX of it used other than as a STORE's target
+      std::vector<size_t> slots = writtenSlots(call);
+      for (size_t a = 0; a + 1 < call->nsrc; ++a)
+        if (!std::binary_search(slots.begin(), slots.end(), a) && call->src(a + 1)->op != Op::AFTER)
+          readInitial[bufferIndex(call, call->src(a + 1))] = 1;
+      for (size_t slot : slots) {
+        const UOp *out = call->src(slot + 1);
+        size_t ob = bufferIndex(call, out);
+        written[ob] = 1;
+        const UOp *sink = kernelSink(call);
+        if (out->op == Op::AFTER || !sink) continue;
+        // the kernel loads from the slot: an INDEX of it used other than as a STORE's target
         for (const UOp *u : toposort(sink))
           for (size_t i = 0; i < u->nsrc; ++i) {
             const UOp *x = u->src(i);
             if (x->op == Op::INDEX && x->src(0)->op == Op::PARAM && !(u->op == Op::STORE && i == 0) &&
-                ParamArg::slotOf(x->src(0)->arg) == 0)
+                ParamArg::slotOf(x->src(0)->arg) == static_cast<int64_t>(slot))
               readInitial[ob] = 1;
           }
         // a store that may leave elements unwritten keeps their prior contents: the buffer is inout too
-        if (s.buffers[ob].isParam && !coversAllDevices(sink, ob)) readInitial[ob] = partial[ob] = 1;
+        if (s.buffers[ob].isParam && !coversAllDevices(sink, slot, ob)) readInitial[ob] = partial[ob] = 1;
       }
     }
     for (size_t b = 0; b < s.buffers.size(); ++b)
@@ -365,8 +376,9 @@ struct Builder {
       std::vector<BufferWrite> writes;
       for (const SchedStep &st : s.steps)
         if (st.kind == SchedStep::Kind::Copy && st.dst == BufRef{b, d}) writes.push_back({nullptr, 0});
-        else if (st.kind == SchedStep::Kind::Kernel && !st.args.empty() && st.args[0] == BufRef{b, d})
-          writes.push_back({kernelSink(st.call), st.deviceNum});
+        else if (st.kind == SchedStep::Kind::Kernel)
+          for (size_t slot : writtenSlots(st.call))
+            if (slot < st.args.size() && st.args[slot] == BufRef{b, d}) writes.push_back({kernelSink(st.call), st.deviceNum, slot});
       sb.kept.push_back(keptElements(*g.ctx, writes, sb.numel));
     }
   }

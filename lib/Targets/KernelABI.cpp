@@ -29,15 +29,21 @@ bool isScalarParamNode(const UOp *u) {
 
 namespace {
 
-/// The loops the stores run in, as "4x8" ("n" for a symbolic size; "1" for none).
+/// The loops the stores run in, as "4x8" ("n" for a symbolic size; "1" for none); stores over the same
+/// loops as the store before them (outputs computed together) add nothing.
 std::string describeLoops(const UOp *sink) {
   std::string s;
-  for (const UOp *e : sink->src())
-    if (e->op == Op::END)
+  const UOp *prev = nullptr;
+  for (const UOp *e : sink->src()) {
+    bool same = prev && e->op == Op::END && prev->nsrc == e->nsrc &&
+                std::equal(e->src().begin() + 1, e->src().end(), prev->src().begin() + 1);
+    if (e->op == Op::END) prev = e;
+    if (e->op == Op::END && !same)
       for (const UOp *r : e->src().subspan(1)) {
         auto n = constBound(r->src(0));
         s += (s.empty() ? "" : "x") + (n ? std::to_string(static_cast<int64_t>(*n)) : std::string("n"));
       }
+  }
   return s.empty() ? "1" : s;
 }
 
