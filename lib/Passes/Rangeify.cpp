@@ -28,6 +28,7 @@
 // Precondition: invalid-pad, multi-lower and reduce-identity ran (tensor-level graph, no MULTI forms).
 #include "IR/Error.h"
 #include "IR/Records.h"
+#include "IR/Work.h"
 #include "Passes/Passes.h"
 #include "Passes/Rangeify/Lower.h"
 #include "Passes/Rangeify/StateCheck.h"
@@ -584,6 +585,59 @@ void runRangeify(Graph &g, const PassContext &pc) {
     if (staged.count(t)) pending.insert(candPos.at(t));
   };
 
+  // A value holding a reduction, read by one kernel at several indexings (layernorm's x - mean(x), read by
+  // the variance's reduction and by the output): its elementwise top (the ops above its reductions) is
+  // recomputed at each indexing, so it must be cheap: at most kFusedTop ops, no transcendental (softmax's
+  // exp(x - max) stays staged). The reader is then lowered with the value inlined, and that is kept when
+  // the work model (IR/Work.h) finds the fused kernel doing at most the two kernels' ops plus the top once
+  // more per element and extra indexing: a reduction recomputed per element of the reader would cost its
+  // whole loop again. It saves writing the value and reading it back. Symbolic work keeps the stage.
+  constexpr int64_t kFusedTop = 4;
+  auto cheapTop = [&](const UOp *s) -> std::optional<int64_t> {
+    int64_t ops = 0;
+    std::vector<const UOp *> st{s};
+    std::unordered_set<const UOp *> seen{s};
+    while (!st.empty()) {
+      const UOp *u = st.back();
+      st.pop_back();
+      if ((u != s && isMat(u)) || u->op == Op::REDUCE || Lowerer::isBuffer(u) || u->op == Op::AFTER) continue;
+      if (u->op == Op::EXP2 || u->op == Op::LOG2 || u->op == Op::SIN || u->op == Op::POW) return std::nullopt;
+      if (isALU(u->op) && ++ops > kFusedTop) return std::nullopt;
+      for (const UOp *x : u->src())
+        if (seen.insert(x).second) st.push_back(x);
+    }
+    return ops;
+  };
+  auto opsOf = [&](const UOp *body) { return kernelWork(c.make(Op::SINK, DType::Void, {body})).ops.constant(); };
+  auto lowerBody = [&](const UOp *u, int k) {
+    L.uses.clear();
+    L.beginKernel(k, true);
+    const UOp *body;
+    if (u->op == Op::STORE) {
+      const UOp *base = u->src(0);
+      while (isMovement(base->op)) base = base->src(0);
+      body = L.lowerStore(u->src(0), u->src(1), base);
+    } else {
+      const UOp *x = staged.count(u) ? u : u->src(0);
+      body = L.lowerMaterialize(x, c.make(Op::STAGE, u->dtype, {u}));
+    }
+    L.uses.clear();
+    return body;
+  };
+  auto fusedWithin = [&](const UOp *s, int reader, int64_t numel, int64_t indexings) {
+    auto top = cheapTop(s);
+    if (!top) return false;
+    const UOp *readerNode = kernels[static_cast<size_t>(reader)].node;
+    auto own = opsOf(lowerBody(s, kernelOf.at(s)));
+    auto before = opsOf(lowerBody(readerNode, reader));
+    staged.erase(s);
+    auto fused = opsOf(lowerBody(readerNode, reader));
+    staged.insert(s);
+    if (!own || !before || !fused) return false;
+    int64_t limit = satAdd(satAdd(*own, *before), satMul(satMul(numel, indexings - 1), *top));
+    return *fused <= limit;
+  };
+
   // uses per stage: distinct indexings, each with the kernels it happens in
   // The work model decides. Inlining a stage at a read computes its value there as often as the read
   // executes (Use::trips: the loop nest around the read, reduction loops included); materializing it
@@ -662,7 +716,7 @@ void runRangeify(Graph &g, const PassContext &pc) {
       bool recompute = cost && *cost <= kMaxRecompute &&
                        ((cheap && (within(outWork, limit) || within(outKernelWork, limit))) ||
                         (bounded && (within(tripWork, limit) || within(tripKernelWork, limit))));
-      return recompute || threefry || tiny;
+      return recompute || threefry || tiny || (!cost && kernelTrips.size() == 1 && fusedWithin(s, kernelTrips.begin()->first, *numel, n));
     }
     const Indexing &ix = idxs.begin()->second;
     bool scalar = *numel == 1 && cost && *cost <= kMaxScalarRecompute && ix.constIndex;
@@ -672,7 +726,9 @@ void runRangeify(Graph &g, const PassContext &pc) {
              (*cost <= kMaxRecompute && ((cheap && within(outWork, *numel)) || bounded));
     // a reduction is fused into its only consumer when that evaluates each of its elements exactly once:
     // even under the consumer's own reduction (argmax's row max), the value sits outside that loop
-    return tripWork == *numel && kernelTrips.size() == 1;
+    if (tripWork == *numel && kernelTrips.size() == 1) return true;
+    // or when the work model says inlining it there adds next to nothing (fusedWithin)
+    return kernelTrips.size() == 1 && fusedWithin(s, kernelTrips.begin()->first, *numel, n);
   };
 
   for (size_t i = 0; i < candidates.size(); ++i) pending.insert(i);
