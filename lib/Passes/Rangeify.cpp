@@ -489,6 +489,8 @@ void runRangeify(Graph &g, const PassContext &pc) {
     const UOp *node;                  // the STORE, or the staged/CONTIGUOUS/STAGE node
     std::optional<int64_t> work;
     std::vector<Use> uses;            // reads of staged candidates in its current lowering
+    const UOp *body = nullptr;        // its current lowering
+    std::optional<std::optional<int64_t>> ops; // its ops by the work model, once asked (fusedWithin)
   };
   std::vector<Kernel> kernels;
   std::unordered_map<const UOp *, int> kernelOf; // candidate -> its kernel
@@ -507,11 +509,12 @@ void runRangeify(Graph &g, const PassContext &pc) {
     if (u->op == Op::STORE) {
       const UOp *base = u->src(0);
       while (isMovement(base->op)) base = base->src(0);
-      L.lowerStore(u->src(0), u->src(1), base);
+      K.body = L.lowerStore(u->src(0), u->src(1), base);
     } else {
       const UOp *x = staged.count(u) ? u : u->src(0);
-      L.lowerMaterialize(x, c.make(Op::STAGE, u->dtype, {u}));
+      K.body = L.lowerMaterialize(x, c.make(Op::STAGE, u->dtype, {u}));
     }
+    K.ops.reset();
     K.work = L.work();
     for (const Use &us : L.uses)
       if (candPos.count(us.value) && staged.count(us.value)) {
@@ -627,9 +630,15 @@ void runRangeify(Graph &g, const PassContext &pc) {
   auto fusedWithin = [&](const UOp *s, int reader, int64_t numel, int64_t indexings) {
     auto top = cheapTop(s);
     if (!top) return false;
+    auto opsOfKernel = [&](int k) {
+      Kernel &K = kernels[static_cast<size_t>(k)];
+      if (!K.body) K.body = lowerBody(K.node, k);
+      if (!K.ops) K.ops = opsOf(K.body);
+      return *K.ops;
+    };
     const UOp *readerNode = kernels[static_cast<size_t>(reader)].node;
-    auto own = opsOf(lowerBody(s, kernelOf.at(s)));
-    auto before = opsOf(lowerBody(readerNode, reader));
+    auto own = opsOfKernel(kernelOf.at(s));
+    auto before = opsOfKernel(reader);
     staged.erase(s);
     auto fused = opsOf(lowerBody(readerNode, reader));
     staged.insert(s);
@@ -716,7 +725,10 @@ void runRangeify(Graph &g, const PassContext &pc) {
       bool recompute = cost && *cost <= kMaxRecompute &&
                        ((cheap && (within(outWork, limit) || within(outKernelWork, limit))) ||
                         (bounded && (within(tripWork, limit) || within(tripKernelWork, limit))));
-      return recompute || threefry || tiny || (!cost && kernelTrips.size() == 1 && fusedWithin(s, kernelTrips.begin()->first, *numel, n));
+      // a reduction's cheap top, read in one kernel at several indexings (Use::trips counts a read under a
+      // reduction as if that reduction ran inside every output loop: kernelWork places it exactly)
+      return recompute || threefry || tiny ||
+             (!cost && kernelTrips.size() == 1 && fusedWithin(s, kernelTrips.begin()->first, *numel, n));
     }
     const Indexing &ix = idxs.begin()->second;
     bool scalar = *numel == 1 && cost && *cost <= kMaxScalarRecompute && ix.constIndex;
@@ -726,9 +738,7 @@ void runRangeify(Graph &g, const PassContext &pc) {
              (*cost <= kMaxRecompute && ((cheap && within(outWork, *numel)) || bounded));
     // a reduction is fused into its only consumer when that evaluates each of its elements exactly once:
     // even under the consumer's own reduction (argmax's row max), the value sits outside that loop
-    if (tripWork == *numel && kernelTrips.size() == 1) return true;
-    // or when the work model says inlining it there adds next to nothing (fusedWithin)
-    return kernelTrips.size() == 1 && fusedWithin(s, kernelTrips.begin()->first, *numel, n);
+    return tripWork == *numel && kernelTrips.size() == 1;
   };
 
   for (size_t i = 0; i < candidates.size(); ++i) pending.insert(i);
@@ -758,6 +768,8 @@ void runRangeify(Graph &g, const PassContext &pc) {
       if (inner.empty()) {
         K.uses.erase(std::remove_if(K.uses.begin(), K.uses.end(), [&](const Use &us) { return us.value == s; }),
                      K.uses.end());
+        K.body = nullptr; // (it read s's buffer: lowered again when its ops are asked)
+        K.ops.reset();
         continue;
       }
       for (const Use &us : K.uses) dirty(us.value);
