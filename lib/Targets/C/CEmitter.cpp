@@ -8,6 +8,10 @@
 // where it holds (see CTarget.h for the semantics). CUSTOM/CUSTOMI (only with CEmitOptions::allowCustom)
 // paste their format string with the sources' C expressions substituted: CUSTOMI inline (parenthesized),
 // CUSTOM as a `const` local, a void CUSTOM as a statement of its own.
+// ALU ops are spelled from Targets/OpSpelling.def's C columns (alu()). Code here spells what is not one
+// text per op: WHERE (it selects a validity too), CAST and BITCAST (by the pair of dtypes), loads and stores,
+// and the accumulators' updates (the reduce op in the accumulator's type: not rounded to float16 each step,
+// bool's ADD/MUL are | and &).
 #include "Targets/CTarget.h"
 
 #include "IR/Error.h"
@@ -17,6 +21,7 @@
 #include "IR/ScalarOps.h"
 #include "Targets/C/Prelude.h"
 #include "Targets/KernelABI.h"
+#include "Targets/OpSpelling.h"
 
 #include <algorithm>
 #include <cctype>
@@ -159,6 +164,43 @@ std::string andOk(const std::string &a, const std::string &b) {
   if (b.empty()) return a;
   if (a == "0" || b == "0") return "0";
   return "(" + a + " && " + b + ")";
+}
+
+/// What a C spelling needs besides its text (OpSpelling.def).
+enum class Uses { Plain, Math, Libm, Wraps, Helper };
+/// One cell of OpSpelling.def's C columns.
+struct CSpell {
+  Uses uses = Uses::Plain;
+  Helper helper{};                  ///< Uses::Helper: the prelude helper the text calls
+  const char *text = nullptr;       ///< nullptr: the op is not defined on these operands
+  const char *byConstant = nullptr; ///< the text where the divisor is a positive constant
+  bool same = false;                ///< as the signed column
+};
+#define UOPC_NONE CSpell{}
+#define UOPC_SAME CSpell{Uses::Plain, Helper{}, nullptr, nullptr, true}
+#define UOPC_C(uses, text) CSpell{Uses::uses, Helper{}, text}
+#define UOPC_HELPER(helper, ...) CSpell{Uses::Helper, Helper::helper, __VA_ARGS__}
+#define UOPC_ALU(Op_, CF, CS, CU, LF, LS, LU) OpSpelling<CSpell>{Op::Op_, CF, CS, CU},
+constexpr OpSpelling<CSpell> kSpellings[] = {
+#include "Targets/OpSpelling.def"
+};
+
+/// A spelling's text with its fields filled in: {0} {1} {2} the operands, {T} the type, {f} "f" in single
+/// precision (OpSpelling.def).
+std::string spell(std::string_view text, const std::vector<std::string> &a, const std::string &T, bool single) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '{') {
+      out += text[i];
+      continue;
+    }
+    char k = text[i + 1];
+    if (k == 'T') out += T;
+    else if (k == 'f') out += single ? "f" : "";
+    else out += a.at(static_cast<size_t>(k - '0'));
+    i += 2;
+  }
+  return out;
 }
 
 struct Emitter {
@@ -344,101 +386,24 @@ struct Emitter {
     return "(" + T + ")" + a;
   }
 
-  std::string floatAlu(Op op, DType out, DType in, const std::vector<std::string> &a) {
-    bool dbl = !isSingle(in);
-    std::string C = computeType(in);
-    // single precision (float32, and half/bfloat16 computed in float) calls libm's float functions
-    // (exp2f, ...): correctly rounded to within an ulp of float, and vectorizable, unlike a round trip
-    // through double
-    auto libm = [&](const char *fn) {
-      needMath = true;
-      if (!dbl) use(Helper::SimdMath);
-      return std::string(fn) + (dbl ? "(" : "f(") + a[0] + ")";
-    };
-    std::string e;
-    switch (op) {
-    case Op::CMPLT: return "(" + a[0] + " < " + a[1] + ")";
-    case Op::CMPNE: return "(" + a[0] + " != " + a[1] + ")";
-    case Op::CMPEQ: return "(" + a[0] + " == " + a[1] + ")";
-    case Op::ADD: e = a[0] + " + " + a[1]; break;
-    case Op::SUB: e = a[0] + " - " + a[1]; break;
-    case Op::MUL: e = a[0] + " * " + a[1]; break;
-    case Op::FDIV: e = a[0] + " / " + a[1]; break;
-    case Op::MAX: e = "(" + a[0] + " < " + a[1] + " ? " + a[1] + " : " + a[0] + ")"; break;
-    case Op::NEG: e = "-" + a[0]; break;
-    case Op::RECIPROCAL: e = (dbl ? "1.0 / " : "1.0f / ") + a[0]; break;
-    case Op::SQRT: needMath = true; e = (dbl ? "sqrt(" : "sqrtf(") + a[0] + ")"; break;
-    case Op::TRUNC: needMath = true; e = (dbl ? "trunc(" : "truncf(") + a[0] + ")"; break;
-    case Op::EXP2: e = libm("exp2"); break;
-    case Op::LOG2: e = libm("log2"); break;
-    case Op::SIN: e = libm("sin"); break;
-    case Op::POW:
-      needMath = true;
-      if (!dbl) use(Helper::SimdMath);
-      e = (dbl ? "pow(" : "powf(") + a[0] + ", " + a[1] + ")";
-      break;
-    case Op::FLOORDIV: use(Helper::FloatDiv); e = "(" + C + ")uopc_floordiv_f(" + a[0] + ", " + a[1] + ")"; break;
-    case Op::FLOORMOD: use(Helper::FloatDiv); e = "(" + C + ")uopc_floormod_f(" + a[0] + ", " + a[1] + ")"; break;
-    case Op::CDIV: use(Helper::FloatDiv); e = "(" + C + ")uopc_cdiv_f(" + a[0] + ", " + a[1] + ")"; break;
-    case Op::CMOD: use(Helper::FloatDiv); e = "(" + C + ")uopc_cmod_f(" + a[0] + ", " + a[1] + ")"; break;
-    case Op::MULACC: e = "(" + C + ")((double)" + a[0] + " * " + a[1] + " + " + a[2] + ")"; break;
-    default: return "";
-    }
-    return roundTo(out, e);
+  /// The C expression of ALU op u on operands a (OpSpelling.def), "" where the op is not defined on them.
+  std::string alu(const UOp *u, DType out, DType in, std::vector<std::string> a) {
+    const OpSpelling<CSpell> *row = findSpelling(kSpellings, u->op);
+    if (!row) return "";
+    std::string T = isF(in) ? computeType(in) : storageType(out);
+    const CSpell *c = &row->on(isF(in), isUnsigned(in));
+    if (c->uses == Uses::Wraps && (out == DType::WeakInt || in == DType::WeakInt)) c = &row->f; // C's int64 arithmetic
+    if (!c->text) return "";
+    if (auto d = c->byConstant ? constBound(u->src(1)) : std::nullopt; d && *d > 0) return spell(c->byConstant, a, T, false);
+    // uopc_ipow's exponent is an int64: a uint64 one is clamped
+    if (u->op == Op::POW && in == DType::UInt64) a[1] = "(" + a[1] + " > INT64_MAX ? INT64_MAX : " + a[1] + ")";
+    uses(*c, isSingle(in));
+    return roundTo(out, spell(c->text, a, T, isSingle(in)));
   }
-
-  std::string intAlu(const UOp *u, Op op, DType out, DType in, const std::vector<std::string> &a) {
-    std::string T = storageType(out);
-    bool weak = out == DType::WeakInt || in == DType::WeakInt;
-    bool uns = isUnsigned(in);
-    auto wrap = [&](const std::string &sym) {
-      if (weak) return a[0] + " " + sym + " " + a[1];
-      return "(" + T + ")((uint64_t)" + a[0] + " " + sym + " (uint64_t)" + a[1] + ")";
-    };
-    auto sx = [&](const std::string &x) { return (uns ? "(uint64_t)" : "(int64_t)") + x; };
-    switch (op) {
-    case Op::CMPLT: return "(" + a[0] + " < " + a[1] + ")";
-    case Op::CMPNE: return "(" + a[0] + " != " + a[1] + ")";
-    case Op::CMPEQ: return "(" + a[0] + " == " + a[1] + ")";
-    case Op::ADD: return wrap("+");
-    case Op::SUB: return wrap("-");
-    case Op::MUL: return wrap("*");
-    case Op::NEG: return weak ? "-" + a[0] : "(" + T + ")(0 - (uint64_t)" + a[0] + ")";
-    case Op::TRUNC: return a[0];
-    case Op::MAX: return "(" + a[0] + " < " + a[1] + " ? " + a[1] + " : " + a[0] + ")";
-    case Op::AND: return "(" + T + ")(" + a[0] + " & " + a[1] + ")";
-    case Op::OR: return "(" + T + ")(" + a[0] + " | " + a[1] + ")";
-    case Op::XOR: return "(" + T + ")(" + a[0] + " ^ " + a[1] + ")";
-    case Op::SHL:
-      use(Helper::Shift);
-      return "(" + T + ")uopc_shl((uint64_t)" + a[0] + ", (uint64_t)" + a[1] + ", " + (uns ? "0" : "1") + ")";
-    case Op::SHR:
-      use(Helper::Shift);
-      return uns ? "(" + T + ")uopc_shr_u((uint64_t)" + a[0] + ", (uint64_t)" + a[1] + ")"
-                 : "(" + T + ")uopc_shr_s((int64_t)" + a[0] + ", (int64_t)" + a[1] + ")";
-    case Op::FLOORDIV: case Op::FLOORMOD: case Op::CDIV: case Op::CMOD: {
-      bool isDiv = op == Op::FLOORDIV || op == Op::CDIV;
-      // C's / and % are CDIV/CMOD (lower-index made the floor forms that agree with them C-style)
-      auto d = constBound(u->src(1));
-      if ((uns || op == Op::CDIV || op == Op::CMOD) && d && *d > 0)
-        return "(" + T + ")(" + a[0] + (isDiv ? " / " : " % ") + a[1] + ")";
-      use(Helper::IntDiv);
-      std::string fn = uns ? (isDiv ? "uopc_div_u" : "uopc_mod_u")
-                           : op == Op::FLOORDIV ? "uopc_floordiv_s" : op == Op::FLOORMOD ? "uopc_floormod_s"
-                           : op == Op::CDIV     ? "uopc_cdiv_s"
-                                                : "uopc_cmod_s";
-      return "(" + T + ")" + fn + "(" + sx(a[0]) + ", " + sx(a[1]) + ")";
-    }
-    case Op::POW:
-      use(Helper::IntPow);
-      return "(" + T + ")uopc_ipow((int64_t)" + a[0] + ", " +
-             (in == DType::UInt64 ? "(int64_t)(" + a[1] + " > INT64_MAX ? INT64_MAX : " + a[1] + ")" : "(int64_t)" + a[1]) +
-             ")";
-    case Op::MULACC:
-      return "(" + T + ")((uint64_t)" + a[0] + " * (uint64_t)" + a[1] + " + (uint64_t)" + a[2] + ")";
-    case Op::THREEFRY: use(Helper::Threefry); return "uopc_threefry(" + a[0] + ", " + a[1] + ")";
-    default: return "";
-    }
+  void uses(const CSpell &c, bool single) {
+    if (c.uses == Uses::Math || c.uses == Uses::Libm) needMath = true;
+    if (c.uses == Uses::Libm && single) use(Helper::SimdMath);
+    if (c.uses == Uses::Helper) use(c.helper);
   }
 
   Val param(const UOp *u) {
@@ -487,7 +452,7 @@ struct Emitter {
     else if (u->op == Op::BITCAST) {
       if (dtypeSize(in) != dtypeSize(u->dtype)) failAt(u, "BITCAST between dtypes of different sizes");
       e = fromBits(u->dtype, bitsOf(in, a[0]));
-    } else e = isF(in) ? floatAlu(u->op, u->dtype, in, a) : intAlu(u, u->op, u->dtype, in, a);
+    } else e = alu(u, u->dtype, in, a);
     if (e.empty()) failAt(u, "op not defined on " + std::string(dtypeName(in)));
     return declare(u->dtype, u->op == Op::CAST ? "cast" : "alu", e, ok);
   }

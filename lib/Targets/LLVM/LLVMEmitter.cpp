@@ -5,6 +5,10 @@
 // current insertion point. Nothing is placed or proven here: order, loops and bounds checks are the IR's.
 // Loop counters and accumulators live in allocas that -O2's mem2reg turns into phis. Every value carries a
 // validity flag (nullptr = always valid).
+// ALU ops are built from Targets/OpSpelling.def's LLVM columns (alu()). Code here builds what is not one
+// form per op: WHERE (it selects a validity too), CAST and BITCAST (by the pair of dtypes), loads and stores,
+// and the accumulators' updates (the reduce op in the accumulator's own type: not rounded to float16 each
+// step, integers not widened to 64 bits).
 //
 // The GPU mappings (LLVMTarget.h) read the thread coordinates linearize put in the IR (SPECIAL gidx0 and
 // lidx0, whose sizes are the launch): from the special registers (PTX), or, on the host, from a loop over
@@ -21,6 +25,7 @@
 #include "IR/ScalarOps.h"
 #include "Targets/CTarget.h"
 #include "Targets/KernelABI.h"
+#include "Targets/OpSpelling.h"
 
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/IRBuilder.h>
@@ -71,6 +76,25 @@ struct Loop {
   llvm::BasicBlock *exit = nullptr;   ///< where the code goes on once the loop closes
   llvm::AllocaInst *counter = nullptr;
 };
+
+struct Emitter;
+/// The forms of OpSpelling.def's LLVM columns.
+enum class Form {
+  None, Cmp, Max, Bin, Un, Wrap, Neg, Operand, Recip, Intr, Libm, RoundDiv, RoundMod, MulAdd, Shl, Shr, Div,
+  CheckedDiv, Call
+};
+/// One cell of OpSpelling.def's LLVM columns.
+struct LSpell {
+  Form form = Form::None;
+  unsigned code = 0;               ///< the form's predicate, instruction or intrinsic
+  const char *libdevice = nullptr; ///< Libm: the libdevice function
+  llvm::Function *(Emitter::*function)() = nullptr; ///< Call: builds the function called
+  bool same = false;               ///< as the signed column
+  llvm::CmpInst::Predicate predicate() const { return static_cast<llvm::CmpInst::Predicate>(code); }
+  llvm::Instruction::BinaryOps binary() const { return static_cast<llvm::Instruction::BinaryOps>(code); }
+};
+/// An op's row of OpSpelling.def (the table follows Emitter, whose functions Call names), nullptr if none.
+const OpSpelling<LSpell> *spelling(Op op);
 
 struct Emitter {
   Context &ctx;
@@ -199,16 +223,12 @@ struct Emitter {
     llvm::Function *f = llvm::Intrinsic::getDeclaration(&mod, id, {args[0]->getType()});
     return b.CreateCall(f, args);
   }
-  /// exp2, log2, sin and pow: LLVM's intrinsics (libm) on the host, libdevice's double functions on NVPTX.
-  Value *math(const UOp *u, llvm::Intrinsic::ID id, std::vector<Value *> args) {
-    if (mapping != Mapping::PTX) return intrinsic(id, args);
-    const char *name = id == llvm::Intrinsic::exp2  ? "__nv_exp2"
-                       : id == llvm::Intrinsic::log2 ? "__nv_log2"
-                       : id == llvm::Intrinsic::sin  ? "__nv_sin"
-                                                     : "__nv_pow";
+  /// Libm(I) (OpSpelling.def): LLVM's intrinsic (libm) on the host, libdevice's double function on NVPTX.
+  Value *math(const UOp *u, const LSpell &c, std::vector<Value *> args) {
+    if (mapping != Mapping::PTX) return intrinsic(static_cast<llvm::Intrinsic::ID>(c.code), args);
     libdeviceUsers.push_back("UOp #" + std::to_string(u->index) + " (" + std::string(opName(u->op)) + ")");
     std::vector<llvm::Type *> tys(args.size(), b.getDoubleTy());
-    llvm::FunctionCallee f = mod.getOrInsertFunction(name, llvm::FunctionType::get(b.getDoubleTy(), tys, false));
+    llvm::FunctionCallee f = mod.getOrInsertFunction(c.libdevice, llvm::FunctionType::get(b.getDoubleTy(), tys, false));
     return b.CreateCall(f, args);
   }
 
@@ -554,90 +574,71 @@ struct Emitter {
     return isSignedInt(from) ? b.CreateSExt(a, T) : b.CreateZExt(a, T);
   }
 
-  Value *floatAlu(const UOp *u, Op op, DType out, DType in, const std::vector<Value *> &a) {
-    bool dbl = !isSingle(in);
+  /// ALU op u on operands a of dtypes dts (OpSpelling.def), nullptr where the op is not defined on them.
+  Value *alu(const UOp *u, DType out, DType in, std::vector<Value *> a, const std::vector<DType> &dts) {
+    const OpSpelling<LSpell> *row = spelling(u->op);
+    if (!row) return nullptr;
+    bool dbl = !isSingle(in), uns = !isSignedInt(in);
+    const LSpell &c = row->on(isF(in), uns);
     llvm::Type *C = computeType(in), *D = b.getDoubleTy();
     // single precision on the host: the float intrinsics (libm's exp2f, ...), as the C target; on NVPTX
     // through libdevice's double functions
     bool hostSingle = !dbl && mapping != Mapping::PTX;
-    auto libm = [&](llvm::Intrinsic::ID id) {
-      if (dbl || hostSingle) return math(u, id, {a[0]});
-      return b.CreateFPTrunc(math(u, id, {b.CreateFPExt(a[0], D)}), C);
-    };
     auto viaDouble = [&](auto f) {
       Value *x = toDouble(a[0], in), *y = toDouble(a[1], in);
       Value *r = f(x, y);
       return dbl ? r : b.CreateFPTrunc(r, C);
     };
     Value *zeroD = llvm::ConstantFP::get(D, 0.0);
+    auto x64 = [&](size_t k) { return ext64(a[k], dts[k]); };
+    auto wrapped = [&](Value *r) { return narrow(r, out); };
+    auto id = static_cast<llvm::Intrinsic::ID>(c.code);
+    // uopc_ipow's exponent is an int64: a uint64 one is clamped
+    if (u->op == Op::POW && c.form == Form::Call)
+      a[1] = in == DType::UInt64 ? b.CreateSelect(b.CreateICmpUGT(a[1], i64(INT64_MAX)), i64(INT64_MAX), a[1]) : x64(1);
     Value *e = nullptr;
-    switch (op) {
-    case Op::CMPLT: return b.CreateFCmpOLT(a[0], a[1]);
-    case Op::CMPNE: return b.CreateFCmpUNE(a[0], a[1]);
-    case Op::CMPEQ: return b.CreateFCmpOEQ(a[0], a[1]);
-    case Op::ADD: e = b.CreateFAdd(a[0], a[1]); break;
-    case Op::SUB: e = b.CreateFSub(a[0], a[1]); break;
-    case Op::MUL: e = b.CreateFMul(a[0], a[1]); break;
-    case Op::FDIV: e = b.CreateFDiv(a[0], a[1]); break;
-    case Op::MAX: e = b.CreateSelect(b.CreateFCmpOLT(a[0], a[1]), a[1], a[0]); break;
-    case Op::NEG: e = b.CreateFNeg(a[0]); break;
-    case Op::RECIPROCAL: e = b.CreateFDiv(llvm::ConstantFP::get(C, 1.0), a[0]); break;
-    case Op::SQRT: e = intrinsic(llvm::Intrinsic::sqrt, {a[0]}); break;
-    case Op::TRUNC: e = intrinsic(llvm::Intrinsic::trunc, {a[0]}); break;
-    case Op::EXP2: e = libm(llvm::Intrinsic::exp2); break;
-    case Op::LOG2: e = libm(llvm::Intrinsic::log2); break;
-    case Op::SIN: e = libm(llvm::Intrinsic::sin); break;
-    case Op::POW:
-      e = hostSingle ? math(u, llvm::Intrinsic::pow, {a[0], a[1]})
-                     : viaDouble([&](Value *x, Value *y) { return math(u, llvm::Intrinsic::pow, {x, y}); });
+    switch (c.form) {
+    case Form::Cmp: return b.CreateCmp(c.predicate(), a[0], a[1]);
+    case Form::Max: e = b.CreateSelect(b.CreateCmp(c.predicate(), a[0], a[1]), a[1], a[0]); break;
+    case Form::Bin: e = b.CreateBinOp(c.binary(), a[0], a[1]); break;
+    case Form::Un: e = b.CreateUnOp(static_cast<llvm::Instruction::UnaryOps>(c.code), a[0]); break;
+    case Form::Recip: e = b.CreateFDiv(llvm::ConstantFP::get(C, 1.0), a[0]); break;
+    case Form::Intr: e = intrinsic(id, {a[0]}); break;
+    case Form::Libm:
+      if (dbl || hostSingle) e = math(u, c, a);
+      else {
+        std::vector<Value *> d;
+        for (Value *x : a) d.push_back(b.CreateFPExt(x, D));
+        e = b.CreateFPTrunc(math(u, c, d), C);
+      }
       break;
-    case Op::FLOORDIV: case Op::CDIV:
+    case Form::RoundDiv:
       e = viaDouble([&](Value *x, Value *y) {
-        Value *q = intrinsic(op == Op::FLOORDIV ? llvm::Intrinsic::floor : llvm::Intrinsic::trunc, {b.CreateFDiv(x, y)});
+        Value *q = intrinsic(id, {b.CreateFDiv(x, y)});
         return b.CreateSelect(b.CreateFCmpOEQ(y, zeroD), zeroD, q);
       });
       break;
-    case Op::FLOORMOD: case Op::CMOD:
+    case Form::RoundMod:
       e = viaDouble([&](Value *x, Value *y) {
-        Value *q = intrinsic(op == Op::FLOORMOD ? llvm::Intrinsic::floor : llvm::Intrinsic::trunc, {b.CreateFDiv(x, y)});
+        Value *q = intrinsic(id, {b.CreateFDiv(x, y)});
         return b.CreateSelect(b.CreateFCmpOEQ(y, zeroD), x, b.CreateFSub(x, b.CreateFMul(q, y)));
       });
       break;
-    case Op::MULACC: {
-      Value *r = b.CreateFAdd(b.CreateFMul(toDouble(a[0], in), toDouble(a[1], in)), toDouble(a[2], in));
-      e = dbl ? r : b.CreateFPTrunc(r, C);
+    case Form::MulAdd:
+      if (!isF(in)) return wrapped(b.CreateAdd(b.CreateMul(x64(0), x64(1)), x64(2)));
+      e = b.CreateFAdd(b.CreateFMul(toDouble(a[0], in), toDouble(a[1], in)), toDouble(a[2], in));
+      if (!dbl) e = b.CreateFPTrunc(e, C);
       break;
-    }
-    default: return nullptr;
-    }
-    return roundTo(out, e);
-  }
-
-  Value *intAlu(const UOp *u, Op op, DType out, DType in, const std::vector<Value *> &a, const std::vector<DType> &dts) {
-    bool uns = !isSignedInt(in);
-    auto x64 = [&](size_t k) { return ext64(a[k], dts[k]); };
-    auto wrapped = [&](Value *r) { return narrow(r, out); };
-    switch (op) {
-    case Op::CMPLT: return uns ? b.CreateICmpULT(a[0], a[1]) : b.CreateICmpSLT(a[0], a[1]);
-    case Op::CMPNE: return b.CreateICmpNE(a[0], a[1]);
-    case Op::CMPEQ: return b.CreateICmpEQ(a[0], a[1]);
-    case Op::ADD: return wrapped(b.CreateAdd(x64(0), x64(1)));
-    case Op::SUB: return wrapped(b.CreateSub(x64(0), x64(1)));
-    case Op::MUL: return wrapped(b.CreateMul(x64(0), x64(1)));
-    case Op::NEG: return wrapped(b.CreateSub(i64(0), x64(0)));
-    case Op::TRUNC: return a[0];
-    case Op::MAX:
-      return b.CreateSelect(uns ? b.CreateICmpULT(a[0], a[1]) : b.CreateICmpSLT(a[0], a[1]), a[1], a[0]);
-    case Op::AND: return wrapped(b.CreateAnd(x64(0), x64(1)));
-    case Op::OR: return wrapped(b.CreateOr(x64(0), x64(1)));
-    case Op::XOR: return wrapped(b.CreateXor(x64(0), x64(1)));
-    case Op::SHL: {
+    case Form::Wrap: return wrapped(b.CreateBinOp(c.binary(), x64(0), x64(1)));
+    case Form::Neg: return wrapped(b.CreateSub(i64(0), x64(0)));
+    case Form::Operand: return a[0];
+    case Form::Shl: {
       Value *x = x64(0), *y = x64(1);
       Value *bad = b.CreateICmpUGE(y, i64(64));
       if (!uns) bad = b.CreateOr(bad, b.CreateICmpSLT(y, i64(0)));
       return wrapped(b.CreateSelect(bad, i64(0), b.CreateShl(x, b.CreateSelect(bad, i64(0), y))));
     }
-    case Op::SHR: {
+    case Form::Shr: {
       Value *x = x64(0), *y = x64(1);
       if (uns) {
         Value *bad = b.CreateICmpUGE(y, i64(64));
@@ -648,25 +649,16 @@ struct Emitter {
       Value *fill = b.CreateSelect(b.CreateICmpSLT(x, i64(0)), i64(~0ull), i64(0));
       return wrapped(b.CreateSelect(neg, i64(0), b.CreateSelect(big, fill, sh)));
     }
-    case Op::FLOORDIV: case Op::FLOORMOD: case Op::CDIV: case Op::CMOD: {
-      bool isDiv = op == Op::FLOORDIV || op == Op::CDIV;
+    case Form::Div: case Form::CheckedDiv: {
       auto d = constBound(u->src(1));
       Value *x = x64(0), *y = x64(1);
-      // one machine division where the op is CDIV/CMOD (lower-index made the floor forms that agree C-style)
-      if ((uns || op == Op::CDIV || op == Op::CMOD) && d && *d > 0) {
-        if (uns) return wrapped(isDiv ? b.CreateUDiv(x, y) : b.CreateURem(x, y));
-        return wrapped(isDiv ? b.CreateSDiv(x, y) : b.CreateSRem(x, y));
-      }
-      return wrapped(intDiv(op, uns, x, y));
+      if (c.form == Form::Div && d && *d > 0) return wrapped(b.CreateBinOp(c.binary(), x, y));
+      return wrapped(intDiv(u->op, uns, x, y));
     }
-    case Op::POW: {
-      Value *e = in == DType::UInt64 ? b.CreateSelect(b.CreateICmpUGT(a[1], i64(INT64_MAX)), i64(INT64_MAX), a[1]) : x64(1);
-      return wrapped(b.CreateCall(ipowFn(), {x64(0), e}));
-    }
-    case Op::MULACC: return wrapped(b.CreateAdd(b.CreateMul(x64(0), x64(1)), x64(2)));
-    case Op::THREEFRY: return wrapped(b.CreateCall(threefryFn(), {x64(0), x64(1)}));
+    case Form::Call: return wrapped(b.CreateCall((this->*c.function)(), {x64(0), x64(1)}));
     default: return nullptr;
     }
+    return roundTo(out, e);
   }
 
   Val param(const UOp *u) {
@@ -744,7 +736,7 @@ struct Emitter {
     else if (u->op == Op::BITCAST) {
       if (dtypeSize(in) != dtypeSize(u->dtype)) failAt(u, "BITCAST between dtypes of different sizes");
       e = fromBits(u->dtype, bitsOf(in, a[0]));
-    } else e = isF(in) ? floatAlu(u, u->op, u->dtype, in, a) : intAlu(u, u->op, u->dtype, in, a, dts);
+    } else e = alu(u, u->dtype, in, a, dts);
     if (!e) failAt(u, "op not defined on " + std::string(dtypeName(in)));
     return {e, ok};
   }
@@ -851,6 +843,15 @@ struct Emitter {
   void value(const UOp *u) { memo[u] = node(u); }
 };
 
+
+#define UOPC_NONE LSpell{}
+#define UOPC_SAME LSpell{Form::None, 0, nullptr, nullptr, true}
+#define UOPC_LLVM(form, ...) LSpell{Form::form, __VA_ARGS__}
+#define UOPC_ALU(Op_, CF, CS, CU, LF, LS, LU) OpSpelling<LSpell>{Op::Op_, LF, LS, LU},
+const OpSpelling<LSpell> kSpellings[] = {
+#include "Targets/OpSpelling.def"
+};
+const OpSpelling<LSpell> *spelling(Op op) { return findSpelling(kSpellings, op); }
 
 } // namespace
 
