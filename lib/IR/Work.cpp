@@ -121,106 +121,136 @@ std::string sizeExpr(const UOp *root) {
 
 KernelWork kernelWork(const UOp *sink) {
   KernelWork w;
+  // nodes by topological position; every map below is a vector over positions (this runs for every
+  // kernel in linearize and the manifest, and for rangeify's fusion trials)
   std::vector<const UOp *> topo = toposort(sink);
-  std::unordered_map<const UOp *, size_t> pos;
-  for (size_t i = 0; i < topo.size(); ++i) pos[topo[i]] = i;
+  const size_t n = topo.size();
+  std::unordered_map<const UOp *, uint32_t> pos;
+  pos.reserve(n);
+  for (size_t i = 0; i < n; ++i) pos.emplace(topo[i], static_cast<uint32_t>(i));
+  auto at = [&](const UOp *u) { return pos.find(u)->second; };
 
   // the loops: depth and trip product (the loop and every loop around it) per RANGE
   struct Loop {
     int depth = 0;
     Count trips;
   };
-  std::unordered_map<const UOp *, Loop> loops;
+  std::vector<int32_t> loopOf(n, -1); // position -> index in `loops`
+  std::vector<Loop> loops;
+  auto setLoop = [&](uint32_t r, Loop l) {
+    loopOf[r] = static_cast<int32_t>(loops.size());
+    loops.push_back(std::move(l));
+  };
   for (const UOp *u : topo) {
     if (u->op != Op::END) continue;
     Count p(1);
     int depth = 0;
     for (size_t i = 1; i < u->nsrc; ++i) {
       const UOp *r = u->src(i);
-      if (r->op != Op::RANGE || r->nsrc == 0 || loops.count(r)) continue;
+      if (r->op != Op::RANGE || r->nsrc == 0 || loopOf[at(r)] >= 0) continue;
       p = p * extentOf(r->src(0));
-      loops[r] = Loop{++depth, p};
+      setLoop(at(r), Loop{++depth, p});
     }
   }
 
-  // the ranges each node depends on (a REDUCE closes its own), as sorted vectors: kernels have few ranges
-  std::unordered_map<const UOp *, std::vector<const UOp *>> deps;
-  auto ownRanges = [](const UOp *u) {
-    std::vector<const UOp *> r;
+  // the ranges each node depends on (a REDUCE closes its own), as sorted positions: kernels have few ranges.
+  // Most nodes depend on exactly what one of their sources does, so nodes share their sets (set 0: none).
+  std::vector<std::vector<uint32_t>> sets(1);
+  std::vector<uint32_t> setOf(n, 0);
+  auto ownRanges = [&](const UOp *u) {
+    std::vector<uint32_t> r;
     if (u->op == Op::REDUCE)
-      for (size_t i = 1; i < u->nsrc; ++i) r.push_back(u->src(i));
+      for (size_t i = 1; i < u->nsrc; ++i) r.push_back(at(u->src(i)));
     return r;
   };
-  for (const UOp *u : topo) {
-    std::vector<const UOp *> d;
-    if (u->op == Op::RANGE) d.push_back(u);
+  for (size_t i = 0; i < n; ++i) {
+    const UOp *u = topo[i];
+    if (u->op != Op::RANGE && u->op != Op::REDUCE) {
+      uint32_t only = 0;
+      bool one = true;
+      for (const UOp *s : u->src()) {
+        uint32_t k = setOf[at(s)];
+        if (k == 0 || k == only) continue;
+        if (only == 0) only = k;
+        else one = false;
+      }
+      if (one) {
+        setOf[i] = only;
+        continue;
+      }
+    }
+    std::vector<uint32_t> d;
+    if (u->op == Op::RANGE) d.push_back(static_cast<uint32_t>(i));
     auto own = ownRanges(u);
-    for (const UOp *s : u->src()) {
-      const auto &ds = deps[s];
-      for (const UOp *r : ds)
+    for (const UOp *s : u->src())
+      for (uint32_t r : sets[setOf[at(s)]])
         if (std::find(own.begin(), own.end(), r) == own.end()) d.push_back(r);
-    }
-    std::sort(d.begin(), d.end(), [&](const UOp *a, const UOp *b) { return pos[a] < pos[b]; });
+    std::sort(d.begin(), d.end());
     d.erase(std::unique(d.begin(), d.end()), d.end());
-    deps[u] = std::move(d);
+    if (d.empty()) continue;
+    setOf[i] = static_cast<uint32_t>(sets.size());
+    sets.push_back(std::move(d));
   }
-  auto innermost = [&](const std::vector<const UOp *> &d) -> const Loop * {
+  auto depsOf = [&](size_t i) -> const std::vector<uint32_t> & { return sets[setOf[i]]; };
+  auto innermost = [&](const std::vector<uint32_t> &d) -> const Loop * {
     const Loop *best = nullptr;
-    for (const UOp *r : d) {
-      auto it = loops.find(r);
-      if (it != loops.end() && (!best || it->second.depth > best->depth)) best = &it->second;
-    }
+    for (uint32_t r : d)
+      if (loopOf[r] >= 0 && (!best || loops[static_cast<size_t>(loopOf[r])].depth > best->depth))
+        best = &loops[static_cast<size_t>(loopOf[r])];
     return best;
   };
   // a REDUCE's loops nest inside the loops its result depends on; outer reductions first (they
   // consume the inner ones, so they come later in topological order)
-  for (size_t k = topo.size(); k-- > 0;) {
+  for (size_t k = n; k-- > 0;) {
     const UOp *u = topo[k];
     if (u->op != Op::REDUCE) continue;
-    const Loop *outer = innermost(deps[u]);
+    const Loop *outer = innermost(depsOf(k));
     Loop cur = outer ? *outer : Loop{0, Count(1)};
-    for (const UOp *r : ownRanges(u)) {
-      if (r->op != Op::RANGE || r->nsrc == 0 || loops.count(r)) continue;
-      cur = Loop{cur.depth + 1, cur.trips * extentOf(r->src(0))};
-      loops[r] = cur;
+    for (uint32_t r : ownRanges(u)) {
+      const UOp *rr = topo[r];
+      if (rr->op != Op::RANGE || rr->nsrc == 0 || loopOf[r] >= 0) continue;
+      cur = Loop{cur.depth + 1, cur.trips * extentOf(rr->src(0))};
+      setLoop(r, cur);
     }
   }
   // ranges nobody placed (malformed kernels): loops of their own at the top
-  for (const UOp *u : topo)
-    if (u->op == Op::RANGE && !loops.count(u) && u->nsrc > 0) loops[u] = Loop{1, extentOf(u->src(0))};
+  for (size_t i = 0; i < n; ++i)
+    if (topo[i]->op == Op::RANGE && loopOf[i] < 0 && topo[i]->nsrc > 0)
+      setLoop(static_cast<uint32_t>(i), Loop{1, extentOf(topo[i]->src(0))});
 
-  auto tripsOf = [&](const std::vector<const UOp *> &d) {
+  auto tripsOf = [&](const std::vector<uint32_t> &d) {
     const Loop *l = innermost(d);
     return l ? l->trips : Count(1);
   };
 
   // which INDEX nodes are read as values (not a STORE's address, not a gated LOAD's address)
-  std::unordered_set<const UOp *> valueRead;
+  std::vector<char> valueRead(n, 0);
   for (const UOp *u : topo)
     for (size_t i = 0; i < u->nsrc; ++i) {
       const UOp *s = u->src(i);
       if (s->op != Op::INDEX || s->dtype == DType::Void) continue;
       if ((u->op == Op::STORE || u->op == Op::LOAD) && i == 0) continue;
       if (u->op == Op::INDEX) continue; // an index of an index (not produced by uopc)
-      valueRead.insert(s);
+      valueRead[at(s)] = 1;
     }
 
-  std::unordered_set<const UOp *> data;
+  std::vector<char> data(n, 0);
   std::optional<int64_t> heaviest;
-  for (const UOp *u : topo) {
-    bool isLoad = u->op == Op::LOAD || valueRead.count(u);
+  for (size_t i = 0; i < n; ++i) {
+    const UOp *u = topo[i];
+    bool isLoad = u->op == Op::LOAD || valueRead[i];
     bool d = isLoad;
     if (!d && (isALU(u->op) || isElementwise(u->op) || u->op == Op::REDUCE || u->op == Op::CUSTOM || u->op == Op::CUSTOMI))
-      for (const UOp *s : u->src()) d |= data.count(s) > 0;
-    if (d) data.insert(u);
+      for (const UOp *s : u->src()) d = d || data[at(s)];
+    data[i] = d;
     if (isLoad) {
-      Count t = tripsOf(deps[u]);
+      Count t = tripsOf(depsOf(i));
       w.loads += t;
       w.loadBytes += t * static_cast<int64_t>(dtypeSize(u->dtype));
       continue;
     }
     if (u->op == Op::STORE && u->nsrc >= 2) {
-      Count t = tripsOf(deps[u]);
+      Count t = tripsOf(depsOf(i));
       w.stores += t;
       w.storeBytes += t * static_cast<int64_t>(dtypeSize(u->src(1)->dtype));
       continue;
@@ -228,11 +258,11 @@ KernelWork kernelWork(const UOp *sink) {
     if (!d) continue;
     Count t;
     if (u->op == Op::REDUCE) {
-      std::vector<const UOp *> all = deps[u];
-      for (const UOp *r : ownRanges(u)) all.push_back(r);
+      std::vector<uint32_t> all = depsOf(i);
+      for (uint32_t r : ownRanges(u)) all.push_back(r);
       t = tripsOf(all);
     } else if (isALU(u->op)) {
-      t = tripsOf(deps[u]);
+      t = tripsOf(depsOf(i));
     } else {
       continue; // CAST/BITCAST: conversions, not arithmetic
     }
