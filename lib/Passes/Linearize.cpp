@@ -476,7 +476,7 @@ const UOp *linearizeKernelCall(Context &c, const UOp *call, const PassTarget &ta
   l.gpu = target.gpuGrid;
   l.maxBlock = target.gpuGrid ? std::max<int64_t>(1, target.maxThreadsPerBlock) : 256;
   std::vector<const UOp *> srcs(call->src().begin(), call->src().end());
-  srcs[0] = l.run(lowerIndexKernel(c, call->src(0)));
+  srcs[0] = l.run(commitWeakKernel(c, lowerIndexKernel(c, call->src(0))));
   return c.withSrc(call, srcs);
 }
 

@@ -11,7 +11,9 @@ namespace uopc {
 
 /// lower-index's rewrite of one kernel SINK (what the pass does to every kernel).
 const UOp *lowerIndexKernel(Context &c, const UOp *sink);
-/// One kernel CALL through lower-index and linearize for `target` (a CALL whose body is not a SINK is
+/// commit-weak's rewrite of one kernel SINK: weak operands next to strong ones cast, weakfloat float64.
+const UOp *commitWeakKernel(Context &c, const UOp *sink);
+/// One kernel CALL through lower-index, commit-weak and linearize for `target` (a CALL whose body is not a SINK is
 /// returned as it is): for tools and tests that build kernels by hand.
 const UOp *linearizeKernelCall(Context &c, const UOp *call, const PassTarget &target);
 

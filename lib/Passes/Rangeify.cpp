@@ -526,7 +526,7 @@ void runRangeify(Graph &g, const PassContext &pc) {
   for (const UOp *u : topo) {
     if (u->op == Op::STORE || staged.count(u) || u->op == Op::CONTIGUOUS || u->op == Op::STAGE) {
       if (candPos.count(u)) kernelOf[u] = static_cast<int>(kernels.size());
-      kernels.push_back(Kernel{u, std::nullopt, {}});
+      kernels.push_back(Kernel{u, std::nullopt, {}, nullptr, std::nullopt});
     }
   }
   for (size_t k = 0; k < kernels.size(); ++k) lowerKernel(static_cast<int>(k));

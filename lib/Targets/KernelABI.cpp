@@ -82,6 +82,14 @@ KernelABI KernelABI::of(const UOp *call, std::string_view target) {
     }
     if (u->op == Op::STORE && u->src(0)->op == Op::INDEX && u->src(0)->src(0)->op == Op::PARAM)
       abi.written.insert(ParamArg::slotOf(u->src(0)->src(0)->arg));
+    // what commit-weak makes concrete is not a renderer's to decide
+    if (u->dtype == DType::WeakFloat) failAt(u, "a weakfloat value: the commit-weak pass makes it float64");
+    if (isElementwise(u->op) && u->op != Op::CAST && u->op != Op::BITCAST) {
+      bool weak = false, strong = false;
+      for (size_t k = u->op == Op::WHERE ? 1 : 0; k < u->nsrc; ++k)
+        (u->src(k)->dtype == DType::WeakInt ? weak : strong) = true;
+      if (weak && strong) failAt(u, "a weakint operand next to a strong one: the commit-weak pass casts it");
+    }
   }
   // the ops the kernel computes: its items'
   const UOp *threadRange = nullptr;

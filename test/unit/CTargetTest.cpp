@@ -363,6 +363,48 @@ TEST_CASE("C kernels compute what the interpreter computes", "[ctarget]") {
   }
 }
 
+TEST_CASE("commit-weak casts a weak operand to the strong one's dtype; the targets refuse one it did not", "[ctarget]") {
+  // out[i] = a[i] + 3000000000 (a weakint: an int32 add wraps at 32 bits whatever the literal's width),
+  // out2[i] = b[i] * 0.5 (a weakfloat next to float32)
+  KernelBuilder kb;
+  Context &c = kb.c;
+  const UOp *out = kb.buf(0, DType::Int32, 4), *a = kb.buf(1, DType::Int32, 4);
+  const UOp *r = kb.range(4, 0);
+  const UOp *v = c.make(Op::ADD, DType::Int32, {c.make(Op::INDEX, DType::Int32, {a, r}), c.constInt(DType::WeakInt, 3000000000LL)});
+  const UOp *call = kb.call(v, r, {r}, {out, a});
+  const UOp *committed = commitWeakKernel(c, call->src(0));
+  REQUIRE(committed != call->src(0));
+  const UOp *add = nullptr;
+  for (const UOp *u : toposort(committed))
+    if (u->op == Op::ADD) add = u;
+  REQUIRE(add);
+  CHECK(add->src(1)->op == Op::CAST);
+  CHECK(add->src(1)->dtype == DType::Int32);
+  CHECK(add->src(1)->src(0)->dtype == DType::WeakInt);
+  // rendered through linearizeKernelCall (lower-index, commit-weak, linearize): C and the interpreter agree
+  std::vector<int32_t> x{1, -2, 2147483647, 0};
+  auto [want, got] = bothWays(kb, call, {bytesOf(x)}, "cc");
+  CHECK(got == want);
+  // weakfloat: float64 next to nothing weak
+  const UOp *fo = kb.buf(0, DType::Float32, 4), *fb = kb.buf(1, DType::Float32, 4);
+  const UOp *m = c.make(Op::MUL, DType::Float32, {c.make(Op::INDEX, DType::Float32, {fb, r}), c.constFloat(DType::WeakFloat, 0.5)});
+  const UOp *fcall = kb.call(m, r, {r}, {fo, fb});
+  for (const UOp *u : toposort(commitWeakKernel(c, fcall->src(0)))) {
+    CHECK(u->dtype != DType::WeakFloat);
+    if (u->op == Op::MUL) CHECK(u->src(1)->op == Op::CAST);
+  }
+  // linearized without commit-weak, the weak operand reaches the target: refused, naming the pass
+  Graph &g = kb.g;
+  g.root = c.make(Op::SINK, DType::Void, {c.make(Op::AFTER, call->src(1)->dtype, {call->src(1), call})});
+  std::ostringstream o, e;
+  runPipeline(g, parsePipeline("lower-index,linearize"), PassManagerOptions{}, o, e, PassTarget{});
+  const UOp *lin = nullptr;
+  for (const UOp *u : toposort(g.root))
+    if (u->op == Op::CALL && u->src(0)->op == Op::LINEAR) lin = u;
+  REQUIRE(lin);
+  CHECK_THROWS_WITH(emitCKernel(c, lin, 0, "k0"), Catch::Contains("commit-weak"));
+}
+
 TEST_CASE("emitCKernel refuses copies and names what it cannot render", "[ctarget]") {
   KernelBuilder kb;
   const UOp *dst = kb.buf(0, DType::Float32, 4), *src = kb.buf(1, DType::Float32, 4);

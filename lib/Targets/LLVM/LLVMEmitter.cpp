@@ -702,27 +702,10 @@ struct Emitter {
     for (const UOp *x : u->src()) s.push_back(val(x));
     std::vector<Value *> a;
     for (const Val &v : s) a.push_back(v.v);
-    // A weak source (a Python literal's int or float: weak dtypes match anything) takes the dtype of the
-    // op's strong operands (weakint + float32, weakfloat * float32, int32 < weakint), as C's usual
-    // conversions do in the C target; `dts` is each operand's dtype after that.
+    // (a weak operand never meets a strong one here: commit-weak cast it, KernelABI checks)
     DType in = u->src(0)->dtype;
     std::vector<DType> dts;
     for (const UOp *x : u->src()) dts.push_back(x->dtype);
-    if (u->op != Op::CAST && u->op != Op::BITCAST) {
-      size_t first = u->op == Op::WHERE ? 1 : 0;
-      DType strong = u->op == Op::WHERE ? u->dtype : in;
-      for (size_t k = first; k < u->nsrc; ++k)
-        if (dts[k] != DType::WeakInt && dts[k] != DType::WeakFloat) {
-          strong = dts[k];
-          break;
-        }
-      for (size_t k = first; k < u->nsrc; ++k)
-        if (dts[k] != strong && a[k]->getType() != computeType(strong)) {
-          a[k] = cast(dts[k], strong, a[k]);
-          dts[k] = strong;
-        }
-      if (u->op != Op::WHERE) in = strong;
-    }
     if (u->op == Op::WHERE) {
       Value *ok = s[0].ok;
       if (s[1].ok || s[2].ok)
