@@ -125,10 +125,13 @@ KernelWork kernelWork(const UOp *sink) {
   // kernel in linearize and the manifest, and for rangeify's fusion trials)
   std::vector<const UOp *> topo = toposort(sink);
   const size_t n = topo.size();
-  std::unordered_map<const UOp *, uint32_t> pos;
-  pos.reserve(n);
-  for (size_t i = 0; i < n; ++i) pos.emplace(topo[i], static_cast<uint32_t>(i));
-  auto at = [&](const UOp *u) { return pos.find(u)->second; };
+  struct PosSlot {
+    uint32_t gen = 0, pos = 0;
+  };
+  thread_local StampedTable<PosSlot> pos; // (per thread: a call clears it in O(1))
+  pos.clear();
+  for (size_t i = 0; i < n; ++i) pos.at(topo[i]).pos = static_cast<uint32_t>(i);
+  auto at = [&](const UOp *u) { return pos.find(u)->pos; };
 
   // the loops: depth and trip product (the loop and every loop around it) per RANGE
   struct Loop {
