@@ -237,39 +237,58 @@ struct Splitter {
       cands.push_back(std::move(cd));
     }
     // greedily, in topological order: a store joins the first group of its loops it shares an op with
-    // and whose members read none of its buffers, nor write one it reads
-    std::map<std::string, std::vector<size_t>> byKey; // key -> groups (indices into `gs`)
-    std::vector<std::vector<size_t>> gs;              // groups of candidate indices
+    // and whose members read none of its buffers, nor write one it reads. Each ALU op lists the groups
+    // holding it, and each group keeps the buffers its members write and read, so a store costs its own
+    // ops and reads, not the number of outputs.
+    // A group is bounded: at most kMaxGroupStores outputs (each one more kernel argument) and
+    // kMaxGroupOps ALU ops counted per member (rangeify's default kernel bound, max-kernel-ops).
+    constexpr size_t kMaxGroupStores = 64, kMaxGroupOps = 20000;
+    struct Group {
+      std::vector<size_t> members;
+      std::unordered_set<const UOp *> writes, reads;
+      size_t ops = 0;
+    };
+    std::vector<Group> gs;
+    std::unordered_map<const UOp *, std::vector<size_t>> groupsOfOp;
     for (size_t i = 0; i < cands.size(); ++i) {
       Cand &ci = cands[i];
       if (rawCount[ci.raw] > 1) continue; // one buffer written by several stores: not an output of its own
-      auto &bucket = byKey[ci.key];
+      std::vector<size_t> sharing;
+      for (const UOp *op : ci.alu)
+        if (auto it = groupsOfOp.find(op); it != groupsOfOp.end()) sharing.insert(sharing.end(), it->second.begin(), it->second.end());
+      std::sort(sharing.begin(), sharing.end());
+      sharing.erase(std::unique(sharing.begin(), sharing.end()), sharing.end());
       size_t joined = SIZE_MAX;
-      for (size_t gi : bucket) {
-        bool shares = false, clash = false;
-        for (size_t j : gs[gi]) {
-          const Cand &cj = cands[j];
-          clash = clash || ci.reads.count(cj.raw) || cj.reads.count(ci.raw);
-          std::vector<const UOp *> common;
-          std::set_intersection(ci.alu.begin(), ci.alu.end(), cj.alu.begin(), cj.alu.end(), std::back_inserter(common));
-          shares = shares || !common.empty();
-        }
-        if (shares && !clash) {
+      for (size_t gi : sharing) {
+        Group &g = gs[gi];
+        if (cands[g.members[0]].key != ci.key || g.reads.count(ci.raw) || g.members.size() >= kMaxGroupStores ||
+            g.ops + ci.alu.size() > kMaxGroupOps)
+          continue;
+        bool clash = false;
+        for (const UOp *r : ci.reads) clash = clash || g.writes.count(r);
+        if (!clash) {
           joined = gi;
           break;
         }
       }
       if (joined == SIZE_MAX) {
-        bucket.push_back(gs.size());
-        gs.push_back({i});
-      } else {
-        gs[joined].push_back(i);
+        joined = gs.size();
+        gs.emplace_back();
+      }
+      Group &g = gs[joined];
+      g.members.push_back(i);
+      g.ops += ci.alu.size();
+      g.writes.insert(ci.raw);
+      g.reads.insert(ci.reads.begin(), ci.reads.end());
+      for (const UOp *op : ci.alu) {
+        auto &v = groupsOfOp[op];
+        if (v.empty() || v.back() != joined) v.push_back(joined);
       }
     }
-    for (const auto &grp : gs) {
-      if (grp.size() < 2) continue;
+    for (const Group &grp : gs) {
+      if (grp.members.size() < 2) continue;
       std::vector<const UOp *> members;
-      for (size_t i : grp) {
+      for (size_t i : grp.members) {
         members.push_back(cands[i].store);
         groupOf[cands[i].store] = groups.size();
         deferred.insert(cands[i].store);
