@@ -496,6 +496,19 @@ void runRangeify(Graph &g, const PassContext &pc) {
   std::unordered_map<const UOp *, int> kernelOf; // candidate -> its kernel
   // candidate -> kernels reading it (with the number of reads)
   std::unordered_map<const UOp *, std::map<int, int>> readers;
+  /// Kernel k's body lowered as the stages stand now (node u: its STORE or materialized value); the reads
+  /// of staged values it does are left in L.uses.
+  auto lowerBody = [&](const UOp *u, int k) {
+    L.uses.clear();
+    L.beginKernel(k, true);
+    if (u->op == Op::STORE) {
+      const UOp *base = u->src(0);
+      while (isMovement(base->op)) base = base->src(0);
+      return L.lowerStore(u->src(0), u->src(1), base);
+    }
+    const UOp *x = staged.count(u) ? u : u->src(0);
+    return L.lowerMaterialize(x, c.make(Op::STAGE, u->dtype, {u}));
+  };
   auto lowerKernel = [&](int k) {
     Kernel &K = kernels[static_cast<size_t>(k)];
     for (const Use &us : K.uses) {
@@ -503,17 +516,7 @@ void runRangeify(Graph &g, const PassContext &pc) {
       if (--m[k] == 0) m.erase(k);
     }
     K.uses.clear();
-    const UOp *u = K.node;
-    L.uses.clear();
-    L.beginKernel(k, true);
-    if (u->op == Op::STORE) {
-      const UOp *base = u->src(0);
-      while (isMovement(base->op)) base = base->src(0);
-      K.body = L.lowerStore(u->src(0), u->src(1), base);
-    } else {
-      const UOp *x = staged.count(u) ? u : u->src(0);
-      K.body = L.lowerMaterialize(x, c.make(Op::STAGE, u->dtype, {u}));
-    }
+    K.body = lowerBody(K.node, k);
     K.ops.reset();
     K.work = L.work();
     for (const Use &us : L.uses)
@@ -612,27 +615,15 @@ void runRangeify(Graph &g, const PassContext &pc) {
     return ops;
   };
   auto opsOf = [&](const UOp *body) { return kernelWork(c.make(Op::SINK, DType::Void, {body})).ops.constant(); };
-  auto lowerBody = [&](const UOp *u, int k) {
-    L.uses.clear();
-    L.beginKernel(k, true);
-    const UOp *body;
-    if (u->op == Op::STORE) {
-      const UOp *base = u->src(0);
-      while (isMovement(base->op)) base = base->src(0);
-      body = L.lowerStore(u->src(0), u->src(1), base);
-    } else {
-      const UOp *x = staged.count(u) ? u : u->src(0);
-      body = L.lowerMaterialize(x, c.make(Op::STAGE, u->dtype, {u}));
-    }
-    L.uses.clear();
-    return body;
-  };
   auto fusedWithin = [&](const UOp *s, int reader, int64_t numel, int64_t indexings) {
     auto top = cheapTop(s);
     if (!top) return false;
     auto opsOfKernel = [&](int k) {
       Kernel &K = kernels[static_cast<size_t>(k)];
-      if (!K.body) K.body = lowerBody(K.node, k);
+      if (!K.body) {
+        K.body = lowerBody(K.node, k);
+        L.uses.clear();
+      }
       if (!K.ops) K.ops = opsOf(K.body);
       return *K.ops;
     };
@@ -641,6 +632,7 @@ void runRangeify(Graph &g, const PassContext &pc) {
     auto before = opsOfKernel(reader);
     staged.erase(s);
     auto fused = opsOf(lowerBody(readerNode, reader));
+    L.uses.clear();
     staged.insert(s);
     if (!own || !before || !fused) return false;
     int64_t limit = satAdd(satAdd(*own, *before), satMul(satMul(numel, indexings - 1), *top));

@@ -323,17 +323,17 @@ struct Builder {
     return k.known && k.elements == 0;
   }
 
-  /// coversAll on the kernel as each device runs it: `_device_num` bound to the device's index and the
+  /// The kernel as each of `devices` devices runs it: `_device_num` bound to the device's index and the
   /// body simplified (as the emitters do), so a per-device selection (where(_device_num == i, x, Invalid))
-  /// folds away before the Invalid check.
-  bool coversAllDevices(const UOp *body, size_t slot, size_t outBuffer) {
-    const SchedBuffer &b = s.buffers[outBuffer];
-    for (size_t d = 0; d < std::max<size_t>(1, b.devices.size()); ++d) {
+  /// folds away before coversAll's Invalid check.
+  std::vector<const UOp *> perDevice(const UOp *body, size_t devices) {
+    std::vector<const UOp *> out;
+    for (size_t d = 0; d < std::max<size_t>(1, devices); ++d) {
       SymbolicCtx sc;
       const UOp *k = bindVariables(*g.ctx, body, {{"_device_num", static_cast<int64_t>(d)}}, &sc);
-      if (!coversAll(simplifyWith(*g.ctx, k, symRules(), &sc), slot, b.numel, static_cast<int64_t>(d))) return false;
+      out.push_back(simplifyWith(*g.ctx, k, symRules(), &sc));
     }
-    return true;
+    return out;
   }
 
   /// Roles of the parameters: written by a call, and/or read in the state they had before the run.
@@ -344,22 +344,32 @@ struct Builder {
       for (size_t a = 0; a + 1 < call->nsrc; ++a)
         if (!std::binary_search(slots.begin(), slots.end(), a) && call->src(a + 1)->op != Op::AFTER)
           readInitial[bufferIndex(call, call->src(a + 1))] = 1;
+      const UOp *sink = kernelSink(call);
+      std::vector<char> loaded; // per slot: the kernel loads from it (an INDEX used other than as a STORE's target)
+      std::vector<const UOp *> devices; // the kernel per device, made when a coverage question needs it
       for (size_t slot : slots) {
         const UOp *out = call->src(slot + 1);
         size_t ob = bufferIndex(call, out);
         written[ob] = 1;
-        const UOp *sink = kernelSink(call);
         if (out->op == Op::AFTER || !sink) continue;
-        // the kernel loads from the slot: an INDEX of it used other than as a STORE's target
-        for (const UOp *u : toposort(sink))
-          for (size_t i = 0; i < u->nsrc; ++i) {
-            const UOp *x = u->src(i);
-            if (x->op == Op::INDEX && x->src(0)->op == Op::PARAM && !(u->op == Op::STORE && i == 0) &&
-                ParamArg::slotOf(x->src(0)->arg) == static_cast<int64_t>(slot))
-              readInitial[ob] = 1;
-          }
+        if (loaded.empty()) {
+          loaded.assign(call->nsrc, 0);
+          for (const UOp *u : toposort(sink))
+            for (size_t i = 0; i < u->nsrc; ++i) {
+              const UOp *x = u->src(i);
+              if (x->op == Op::INDEX && x->src(0)->op == Op::PARAM && !(u->op == Op::STORE && i == 0))
+                if (int64_t k = ParamArg::slotOf(x->src(0)->arg); k >= 0 && static_cast<size_t>(k) < loaded.size())
+                  loaded[static_cast<size_t>(k)] = 1;
+            }
+        }
+        if (loaded[slot]) readInitial[ob] = 1;
         // a store that may leave elements unwritten keeps their prior contents: the buffer is inout too
-        if (s.buffers[ob].isParam && !coversAllDevices(sink, slot, ob)) readInitial[ob] = partial[ob] = 1;
+        if (!s.buffers[ob].isParam) continue;
+        if (devices.empty()) devices = perDevice(sink, s.buffers[ob].devices.size());
+        bool all = true;
+        for (size_t d = 0; d < devices.size() && all; ++d)
+          all = coversAll(devices[d], slot, s.buffers[ob].numel, static_cast<int64_t>(d));
+        if (!all) readInitial[ob] = partial[ob] = 1;
       }
     }
     for (size_t b = 0; b < s.buffers.size(); ++b)
