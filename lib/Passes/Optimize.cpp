@@ -25,8 +25,10 @@
 // A padded read's loop is first split into its interior and borders (split:AXIS:LO:HI); a kernel with no
 // register tile may instead get partial accumulators for its reductions (partial:RAXIS:AMOUNT); a tile's
 // reduction loop is unrolled by the target's tileUnroll (unroll:RAXIS:AMOUNT, tinygrad's UNROLL: the same
-// order). block:AXIS:SIZE (a cache-block loop, outermost) is only given by hand. docs/lowering.md has
-// each, with what was measured.
+// order). pack:SLOT reads a tile's operand panel from a packed copy that a kernel of its own writes
+// first (Packer::packRead; chosen by choosePacks where the operand's stride keeps too few of its lines in
+// the L2, from the cache sizes the machine reports). block:AXIS:SIZE (a cache-block loop, outermost) is
+// only given by hand. docs/lowering.md has each, with what was measured.
 // Level 0 or 1 leaves kernels as they are (1 is reserved for cheaper choices). The option
 // opts=NAME/OPT/OPT;NAME2 gives a kernel's opts by hand instead (none for NAME2), as tinygrad's
 // opts_to_apply; kernels not named get the level's choice. GPU targets: no opts yet.
@@ -36,12 +38,15 @@
 #include "IR/Records.h"
 #include "Passes/Passes.h"
 #include "Passes/Rewrite.h"
+#include "Passes/Schedule.h"
 #include "Passes/Symbolic/Symbolic.h"
 
 #include <algorithm>
 #include <charconv>
 #include <map>
+#include <numeric>
 #include <set>
+#include <tuple>
 #include <unordered_set>
 
 namespace uopc {
@@ -49,25 +54,27 @@ namespace {
 
 /// upcast:AXIS:AMOUNT, split:AXIS:LO:HI (amount = LO, hi = HI), partial:RAXIS:AMOUNT, unroll:RAXIS:AMOUNT
 /// (RAXIS: a reduction loop, by its position among the kernel's reduction ranges in range-number order) or
-/// block:AXIS:SIZE (amount = SIZE).
+/// block:AXIS:SIZE (amount = SIZE), or pack:SLOT (axis = SLOT: the kernel argument whose read is packed).
 struct Opt {
-  enum Kind { Upcast, Split, Partial, Block, Unroll } kind = Upcast;
+  enum Kind { Upcast, Split, Partial, Block, Unroll, Pack } kind = Upcast;
   /// Each kind's name, by Kind.
-  static constexpr std::string_view kNames[] = {"upcast", "split", "partial", "block", "unroll"};
+  static constexpr std::string_view kNames[] = {"upcast", "split", "partial", "block", "unroll", "pack"};
   size_t axis = 0;
   int64_t amount = 1, hi = 0;
   std::string text() const {
+    if (kind == Pack) return std::string(kNames[kind]) + ":" + std::to_string(axis);
     return std::string(kNames[kind]) + ":" + std::to_string(axis) + ":" + std::to_string(amount) +
            (kind == Split ? ":" + std::to_string(hi) : "");
   }
 };
 
-/// "upcast:A:N", "split:A:LO:HI", "partial:R:N", "unroll:R:N" or "block:A:N" -> Opt; throws Error naming the
-/// text otherwise.
+/// "upcast:A:N", "split:A:LO:HI", "partial:R:N", "unroll:R:N", "block:A:N" or "pack:S" -> Opt; throws Error
+/// naming the text otherwise.
 Opt parseOpt(std::string_view t) {
   auto bad = [&]() -> Opt {
     fail("pass 'optimize': opt '" + std::string(t) +
-         "' is not upcast:AXIS:AMOUNT, split:AXIS:LO:HI, partial:RAXIS:AMOUNT, unroll:RAXIS:AMOUNT or block:AXIS:SIZE");
+         "' is not upcast:AXIS:AMOUNT, split:AXIS:LO:HI, partial:RAXIS:AMOUNT, unroll:RAXIS:AMOUNT, block:AXIS:SIZE or "
+         "pack:SLOT");
   };
   Opt o;
   size_t colon = t.find(':');
@@ -86,8 +93,9 @@ Opt parseOpt(std::string_view t) {
     if (c == std::string_view::npos) break;
     rest = rest.substr(c + 1);
   }
-  if (nums.size() != (o.kind == Opt::Split ? 3u : 2u) || nums[0] > 64) return bad();
+  if (nums.size() != (o.kind == Opt::Split ? 3u : o.kind == Opt::Pack ? 1u : 2u) || nums[0] > 64) return bad();
   o.axis = static_cast<size_t>(nums[0]);
+  if (o.kind == Opt::Pack) return o;
   o.amount = nums[1];
   if (o.kind != Opt::Split && (o.amount < 1 || (o.kind != Opt::Block && o.amount > 4096))) return bad();
   if (o.kind == Opt::Split) {
@@ -243,6 +251,52 @@ std::vector<Opt> choosePartial(const Shape &s, int64_t vec) {
   return opts;
 }
 
+/// Whether a register tile's read that moves `strideBytes` per step of its reduction loop (`steps`
+/// iterations), reading `bytes` of consecutive lanes at each, keeps its lines in the target's L2 from one
+/// use of the panel to the next: lines `strideBytes` apart fall in sets / gcd(sets, strideBytes / line) of
+/// the L2's sets (a power-of-two stride: few), each holding `ways` of them.
+bool panelStaysInL2(const PassTarget &t, int64_t strideBytes, int64_t steps, int64_t bytes) {
+  int64_t line = t.lineBytes, ways = t.l2Ways, sets = t.l2Bytes / (ways * line);
+  if (sets < 1 || strideBytes < line || strideBytes % line) return true; // consecutive, or spread over the sets
+  int64_t perStep = (bytes + line - 1) / line;
+  int64_t distinct = std::min(sets, sets / std::gcd(sets, strideBytes / line) * perStep);
+  return steps * perStep <= distinct * ways;
+}
+
+/// pack:SLOT for the reads of a register tile (vector axis va, reuse axis ra, vAmount lanes of va) that
+/// pay for their copy: consecutive along va, not moving along ra (so each element is read once per tile
+/// row of the whole ra loop), ungated, the only read of their buffer, moving along one reduction loop only,
+/// by a stride whose lines do not stay in the L2 (panelStaysInL2) while the packed panel would (half of it).
+/// Measured on sp_mm_1024 (B's 4 KiB stride: 16 of the L2's 1024 sets): see docs/lowering.md.
+std::vector<Opt> choosePacks(const Shape &s, const std::vector<std::vector<std::optional<int64_t>>> &strides, size_t va,
+                             size_t ra, int64_t vAmount, const PassTarget &target) {
+  std::vector<Opt> opts;
+  std::map<int64_t, int> readsOf; // slot -> INDEX nodes in the kernel
+  for (const UOp *u : toposort(s.store))
+    if (u->op == Op::INDEX && u->src(0)->op == Op::PARAM) ++readsOf[ParamArg::slotOf(u->src(0)->arg)];
+  for (size_t k = 0; k < s.reads.size(); ++k) {
+    const UOp *rd = s.reads[k];
+    int64_t slot = ParamArg::slotOf(rd->src(0)->arg);
+    if (strides[k][va] != std::optional<int64_t>(1) || strides[k][ra] != std::optional<int64_t>(0) ||
+        readsOf[slot] != 1 || !conditionsOf({rd}).empty())
+      continue;
+    std::optional<int64_t> stride;
+    int64_t steps = 0, moving = 0;
+    for (const UOp *r : s.reduceRanges) {
+      auto st = indexStride(rd->src(1), r);
+      auto n = r->op == Op::RANGE && r->nsrc == 1 ? constBound(r->src(0)) : std::nullopt;
+      if (!st || !n) moving = 2;
+      else if (*st != 0) ++moving, stride = *st, steps = static_cast<int64_t>(*n);
+    }
+    int64_t elem = static_cast<int64_t>(dtypeSize(rd->dtype));
+    if (moving != 1 || !stride || *stride < 0 || *stride > (int64_t(1) << 32)) continue;
+    int64_t panel = steps * vAmount * elem;
+    if (!panelStaysInL2(target, *stride * elem, steps, vAmount * elem) && panel <= target.l2Bytes / 2)
+      opts.push_back({Opt::Pack, static_cast<size_t>(slot), 0});
+  }
+  return opts;
+}
+
 /// The opts of level 2 for kernel shape s (see the file comment).
 std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target) {
   if (s.reduces.empty() || s.reads.empty()) return {};
@@ -312,6 +366,8 @@ std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target
   bool innermost = r && std::all_of(s.reduces.begin(), s.reduces.end(), [&](const UOp *red) { return red->src().back() == r; });
   if (u > 1 && innermost && size > u && size % u == 0)
     opts.push_back({Opt::Unroll, s.reduceRanges.size() - 1, u});
+  if (ra && std::none_of(interior.begin(), interior.end(), [](auto x) { return x.has_value(); }))
+    for (const Opt &p : choosePacks(s, strides, *va, *ra, vAmount, target)) opts.push_back(p);
   return opts;
 }
 
@@ -399,7 +455,10 @@ struct Optimizer {
   /// [HI, N), the outer two becoming stores of their own, the middle one staying the main piece,
   /// simplified (its gates fold where the split proves them). An upcast then acts on the main piece and
   /// on every other piece whose loop it divides (so that all keep one outer loop: the CPU thread split).
-  const UOp *apply(const UOp *sink, const Shape &s, const std::vector<Opt> &opts, const std::string &name) {
+  /// Pack opts are only recorded here, in `packs` (their slots, in order): packRead applies them to the
+  /// kernel this returns, since each adds a kernel of its own.
+  const UOp *apply(const UOp *sink, const Shape &s, const std::vector<Opt> &opts, const std::string &name,
+                   std::vector<int64_t> &packs) {
     int64_t next = 0;
     for (const UOp *u : toposort(sink))
       if (u->op == Op::RANGE) next = std::max(next, rangeNumber(u) + 1);
@@ -412,6 +471,12 @@ struct Optimizer {
       auto bad = [&](const std::string &why) {
         fail("pass 'optimize': kernel " + name + ": opt " + o.text() + ": " + why);
       };
+      if (o.kind == Opt::Pack) {
+        if (std::find(packs.begin(), packs.end(), static_cast<int64_t>(o.axis)) != packs.end()) bad("that read is packed already");
+        packs.push_back(static_cast<int64_t>(o.axis));
+        texts.push_back(c.argString(o.text()));
+        continue;
+      }
       bool onReduction = o.kind == Opt::Partial || o.kind == Opt::Unroll;
       if (!onReduction && o.axis >= s.axes.size()) bad("the kernel has " + std::to_string(s.axes.size()) + " output loops");
       if (!onReduction && done[o.axis]) bad("that loop is upcast already");
@@ -502,6 +567,108 @@ struct Optimizer {
   }
 };
 
+/// pack:SLOT, applied to a kernel after its other opts: see packRead.
+struct Packer {
+  Context &c;
+  int64_t nextBuffer; ///< the slot of the next intermediate BUFFER
+
+  /// The kernel SINK `sink` (called with `args`, the CALL's sources after the SINK) reads the buffer in
+  /// argument SLOT once, INDEX(PARAM SLOT, idx), ungated, idx depending on constant-size loops D only
+  /// (in the order the kernel nests them: output loops, then reduction loops, then lanes). It then reads
+  /// instead a new buffer Q in that slot, Q[lin(D)] (row-major over D), and a kernel of its own,
+  /// NAME_packSLOT, copies Q[lin(D)] = P[idx(D)] before it: the element the kernel reads at a step of its
+  /// loops is the one after the element of the step before. Throws Error (via bad) otherwise.
+  template <typename Bad>
+  std::pair<const UOp *, std::vector<const UOp *>> packRead(const UOp *sink, std::vector<const UOp *> args, int64_t slot,
+                                                           const std::string &name, Bad bad) {
+    if (slot >= static_cast<int64_t>(args.size())) bad("the kernel has " + std::to_string(args.size()) + " arguments");
+    const UOp *read = nullptr;
+    for (const UOp *u : toposort(sink)) {
+      if (u->op != Op::INDEX || u->src(0)->op != Op::PARAM || ParamArg::slotOf(u->src(0)->arg) != slot) continue;
+      if (read && read != u) bad("the kernel indexes that argument more than once (or writes it)");
+      read = u;
+    }
+    if (!read) bad("the kernel does not read that argument");
+    for (const UOp *u : toposort(sink))
+      if (u->op == Op::STORE && u->src(0) == read) bad("the kernel writes that argument");
+    if (read->nsrc != 2) bad("the read is gated");
+    const UOp *idx = read->src(1);
+    std::unordered_set<const UOp *> used;
+    for (const UOp *u : toposort(idx)) {
+      if (u->op == Op::RANGE) used.insert(u);
+      else if (u->op == Op::CONST && u->arg && u->arg->kind == ArgKind::Invalid) bad("the read is gated");
+      else if (u->op != Op::CONST && (u->nsrc == 0 || u->op == Op::INDEX))
+        bad("the read's index depends on more than the kernel's loops");
+    }
+    // the loops in the order the kernel nests them
+    const UOp *end = nullptr;
+    for (const UOp *e : sink->src())
+      for (const UOp *u : toposort(e))
+        if (u == read && !end) end = e;
+    std::vector<const UOp *> order, lanes;
+    auto add = [&](const UOp *r) {
+      if (std::find(order.begin(), order.end(), r) == order.end() && std::find(lanes.begin(), lanes.end(), r) == lanes.end())
+        (isUpcastRange(r) ? lanes : order).push_back(r);
+    };
+    for (const UOp *r : end->src().subspan(1)) add(r);
+    for (const UOp *u : toposort(end->src(0)))
+      if (u->op == Op::REDUCE)
+        for (const UOp *r : u->src().subspan(1)) add(r);
+    order.insert(order.end(), lanes.begin(), lanes.end());
+    std::vector<const UOp *> dims;
+    std::vector<int64_t> sizes;
+    int64_t numel = 1;
+    for (const UOp *r : order) {
+      if (!used.count(r)) continue;
+      auto n = r->nsrc == 1 ? constBound(r->src(0)) : std::nullopt;
+      if (!n || *n < 1 || static_cast<int64_t>(*n) > (int64_t(1) << 28) / numel) bad("the read's loops are not of constant sizes of at most 2^28 elements in all");
+      dims.push_back(r);
+      sizes.push_back(static_cast<int64_t>(*n));
+      numel *= sizes.back();
+    }
+    if (dims.size() != used.size()) bad("the read's index depends on a loop the kernel does not run");
+    auto lin = [&](const std::vector<const UOp *> &rs) {
+      const UOp *x = c.constInt(DType::WeakInt, 0);
+      for (size_t d = 0; d < rs.size(); ++d)
+        x = d == 0 ? rs[d] : c.make(Op::ADD, DType::WeakInt, {c.make(Op::MUL, DType::WeakInt, {x, c.constInt(DType::WeakInt, sizes[d])}), rs[d]});
+      return x;
+    };
+    const UOp *p = read->src(0);
+    ParamArg pa = ParamArg::decode(p->arg), qa;
+    qa.dtype = pa.dtype;
+    qa.devices = pa.devices;
+    qa.deviceIsTuple = pa.deviceIsTuple;
+    qa.addrspace = pa.addrspace;
+    const UOp *n = c.constInt(DType::WeakInt, numel);
+    auto param = [&](ParamArg a, int64_t at, const UOp *size) {
+      a.slot = at;
+      return c.make(Op::PARAM, p->dtype, {size}, a.encode(c));
+    };
+    qa.slot = nextBuffer++;
+    const UOp *q = c.make(Op::BUFFER, p->dtype, {n}, qa.encode(c));
+    // the copy: Q[lin(D')] = P[idx(D')] over loops D' like D
+    std::vector<const UOp *> loops;
+    std::unordered_map<const UOp *, const UOp *> to;
+    for (size_t d = 0; d < dims.size(); ++d) {
+      std::vector<const Arg *> elems(dims[d]->arg->elems().begin(), dims[d]->arg->elems().end());
+      elems[0] = c.argInt(static_cast<int64_t>(d));
+      elems[1] = c.argAxisType(AxisType::LOOP);
+      loops.push_back(c.make(Op::RANGE, dims[d]->dtype, {c.constInt(dims[d]->dtype, sizes[d])}, c.argTuple(elems), dims[d]->tag));
+      to[dims[d]] = loops.back();
+    }
+    const UOp *from = c.make(Op::INDEX, read->dtype, {param(pa, 1, p->src(0)), substitute(c, idx, to)});
+    const UOp *store = c.make(Op::STORE, DType::Void, {c.make(Op::INDEX, read->dtype, {param(qa, 0, n), lin(loops)}), from});
+    std::vector<const UOp *> endSrc{store};
+    endSrc.insert(endSrc.end(), loops.begin(), loops.end());
+    const Arg *info = makeRecord(c, "KernelInfo", {{"name", c.argString(name + "_pack" + std::to_string(slot))}});
+    const UOp *copy = c.make(Op::SINK, DType::Void, {c.make(Op::END, DType::Void, endSrc, end->arg, end->tag)}, info);
+    const UOp *call = c.make(Op::CALL, DType::Void, {copy, q, args[static_cast<size_t>(slot)]});
+    args[static_cast<size_t>(slot)] = c.make(Op::AFTER, q->dtype, {q, call});
+    const UOp *packed = c.make(Op::INDEX, read->dtype, {param(qa, slot, n), lin(dims)});
+    return {substitute(c, sink, {{read, packed}}), std::move(args)};
+  }
+};
+
 std::string nameOf(const UOp *sink) {
   const Arg *n = sink->arg && sink->arg->kind == ArgKind::Record ? sink->arg->field("name") : nullptr;
   return n && n->kind == ArgKind::String ? std::string(n->str()) : "";
@@ -513,25 +680,57 @@ void runOptimize(Graph &g, const PassContext &pc) {
   int64_t level = pc.intOption("level", 2, 0, 2);
   auto hand = parseHandOpts(pc.option("opts"));
   if (pc.target.gpuGrid && hand.empty()) return;
-  Optimizer o{*g.ctx};
+  Context &c = *g.ctx;
+  Optimizer o{c};
+  Packer packer{c, 1000};
+  std::vector<const UOp *> nodes = topLevelNodes(g.root);
+  for (const UOp *u : nodes)
+    if (u->op == Op::BUFFER) packer.nextBuffer = std::max(packer.nextBuffer, ParamArg::slotOf(u->arg) + 1);
   std::set<std::string, std::less<>> seen;
-  rewriteKernelBodies(g, [&](const UOp *call) {
-    const UOp *sink = call->src(0);
-    std::string name = nameOf(sink);
-    seen.insert(name);
-    auto it = hand.find(name);
-    auto s = shapeOf(sink);
-    if (it != hand.end()) {
-      if (it->second.empty()) return sink;
-      if (!s) fail("pass 'optimize': kernel " + name + " is not one store over constant loops: no opts apply to it");
-      return o.apply(sink, *s, it->second, name);
+  bool packed = false;
+  std::unordered_map<const UOp *, const UOp *> now;
+  for (const UOp *u : nodes) {
+    std::vector<const UOp *> srcs(u->src().begin(), u->src().end());
+    bool kernel = u->op == Op::CALL && u->nsrc > 0 && u->src(0)->op == Op::SINK;
+    for (size_t i = kernel ? 1 : 0; i < srcs.size(); ++i)
+      if (auto it = now.find(srcs[i]); it != now.end()) srcs[i] = it->second;
+    if (kernel) {
+      const UOp *sink = srcs[0];
+      std::string name = nameOf(sink);
+      seen.insert(name);
+      auto it = hand.find(name);
+      auto s = shapeOf(sink);
+      std::vector<Opt> opts;
+      if (it != hand.end()) {
+        if (!it->second.empty() && !s)
+          fail("pass 'optimize': kernel " + name + " is not one store over constant loops: no opts apply to it");
+        opts = it->second;
+      } else if (level >= 2 && s && !pc.target.gpuGrid) {
+        opts = chooseOpts(c, *s, pc.target);
+      }
+      if (!opts.empty()) {
+        std::vector<int64_t> packs;
+        srcs[0] = o.apply(sink, *s, opts, name, packs);
+        std::vector<const UOp *> args(srcs.begin() + 1, srcs.end());
+        for (int64_t slot : packs) {
+          auto bad = [&](const std::string &why) {
+            fail("pass 'optimize': kernel " + name + ": opt pack:" + std::to_string(slot) + ": " + why);
+          };
+          std::tie(srcs[0], args) = packer.packRead(srcs[0], args, slot, name, bad);
+          packed = true;
+        }
+        srcs.resize(1);
+        srcs.insert(srcs.end(), args.begin(), args.end());
+      }
     }
-    if (level < 2 || !s || pc.target.gpuGrid) return sink;
-    std::vector<Opt> opts = chooseOpts(*g.ctx, *s, pc.target);
-    return opts.empty() ? sink : o.apply(sink, *s, opts, name);
-  });
+    const UOp *n = c.make(u->op, u->dtype, srcs, u->arg, u->tag);
+    if (n != u) now[u] = n;
+  }
+  if (auto it = now.find(g.root); it != now.end()) g.root = it->second;
   for (const auto &[name, opts] : hand)
     if (!seen.count(name)) fail("pass 'optimize': opts for kernel '" + name + "', which the graph does not have");
+  // a packed read added kernels and buffers: order and place them as the schedule pass does
+  if (packed) runSchedule(g, pc);
 }
 
 } // namespace uopc

@@ -146,8 +146,11 @@ PassTarget PassTarget::forTarget(std::string_view name, bool gridOnHost) {
   unsigned hw = std::thread::hardware_concurrency();
   t.hostThreads = hw ? static_cast<int>(hw) : 1;
 #ifdef _SC_LEVEL1_DCACHE_SIZE
-  if (long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE); l1 > 0) t.l1Bytes = l1;
-  if (long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE); l2 > 0) t.l2Bytes = l2;
+  // what the machine reports, where it is plausible (else the fallbacks)
+  if (long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE); l1 >= (4 << 10) && l1 <= (16 << 20)) t.l1Bytes = l1;
+  if (long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE); l2 >= (16 << 10) && l2 <= (1 << 30)) t.l2Bytes = l2;
+  if (long w = sysconf(_SC_LEVEL2_CACHE_ASSOC); w >= 1 && w <= 64) t.l2Ways = w;
+  if (long l = sysconf(_SC_LEVEL2_CACHE_LINESIZE); l >= 16 && l <= 1024 && (l & (l - 1)) == 0) t.lineBytes = l;
 #endif
   return t;
 }

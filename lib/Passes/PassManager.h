@@ -28,6 +28,8 @@ struct PassTarget {
   int hostThreads = 1;        ///< CPU: cores the runner may use
   int64_t l1Bytes = 32 << 10; ///< data cache sizes, as the machine reports them (fallbacks otherwise)
   int64_t l2Bytes = 1 << 20;
+  int64_t l2Ways = 8;     ///< the L2's associativity
+  int64_t lineBytes = 64; ///< its line size (a power of two)
   /// How many iterations of a register tile's reduction loop the optimizer unrolls (unroll:R:N; 1: none):
   /// 2 for llvm, whose register allocation of an 8x16 tile spills less with two iterations to schedule
   /// (sp_mm_512 5.9 -> 3.0 ms here), 1 for C, where gcc's code was as often slower (sp_bmm_16x256).

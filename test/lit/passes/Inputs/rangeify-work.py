@@ -5,7 +5,8 @@ elementwise op broadcasts a size-1 axis; no EXPAND node), as in the corpus:
   cheap: out(4,5) = (X(4,8) * 2) @ W(8,5)         a cheap one (recomputed inside the reduction, as tinygrad)
   rowsum: out(4) = X(4,8).sum(axis=1)               a sum over consecutive elements
   mm16:  out(4,16) = X(4,8) @ W(8,16)                a matmul with 16 output columns
-usage: rangeify-work.py mm2|expmm|cheap|rowsum|mm16 OUT.json"""
+  mm1k:  out(16,1024) = X(16,1024) @ W(1024,1024)    W's columns 4 KiB apart (optimize.test's pack choice)
+usage: rangeify-work.py mm2|expmm|cheap|rowsum|mm16|mm1k OUT.json"""
 import json, sys
 
 
@@ -53,6 +54,10 @@ def build(kind):
         out = g.reshape(g.param(0, 64), 4, 16)
         x, w = g.reshape(g.param(1, 32), 4, 8), g.reshape(g.param(2, 128), 8, 16)
         return g.doc(out, g.matmul(x, w, 4, 8, 16))
+    if kind == "mm1k":
+        out = g.reshape(g.param(0, 16 * 1024), 16, 1024)
+        x, w = g.reshape(g.param(1, 16 * 1024), 16, 1024), g.reshape(g.param(2, 1024 * 1024), 1024, 1024)
+        return g.doc(out, g.matmul(x, w, 16, 1024, 1024))
     out = g.reshape(g.param(0, 20), 4, 5)
     if kind == "mm2":
         a, b, c = g.reshape(g.param(1, 32), 4, 8), g.reshape(g.param(2, 48), 8, 6), g.reshape(g.param(3, 30), 6, 5)
