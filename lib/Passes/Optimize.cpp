@@ -198,8 +198,8 @@ std::vector<const UOp *> conditionsOf(const std::vector<const UOp *> &reads) {
 
 /// The interior of output loop r (size n): the values [lo, hi) of r for which every condition of
 /// `conds` that depends on r surely holds, whatever the other ranges are (range analysis of the
-/// condition with r a constant); nullopt when no condition depends on r, or the interior is empty or
-/// not one interval.
+/// condition with r a constant); nullopt when no condition depends on r, or the interior is empty, less
+/// than half the loop or not one interval.
 std::optional<std::pair<int64_t, int64_t>> interiorOf(Context &c, const std::vector<const UOp *> &conds, const UOp *r,
                                                       int64_t n) {
   std::vector<const UOp *> dep;
@@ -216,7 +216,9 @@ std::optional<std::pair<int64_t, int64_t>> interiorOf(Context &c, const std::vec
     else if (!holds && lo >= 0 && hi < 0) hi = v;
   }
   if (lo >= 0 && hi < 0) hi = n;
-  if (lo < 0 || (lo == 0 && hi == n)) return std::nullopt;
+  // (an interior under half the loop is not one: a cumulative sum's triangle holds for one value of its
+  // output loop whatever the reduction loop is, and its borders would be the whole kernel, gated)
+  if (lo < 0 || (lo == 0 && hi == n) || 2 * (hi - lo) < n) return std::nullopt;
   return std::pair{lo, hi};
 }
 
