@@ -645,6 +645,7 @@ struct Packer {
       a.slot = at;
       return c.make(Op::PARAM, p->dtype, {size}, a.encode(c));
     };
+    if (nextBuffer > INT32_MAX) bad("the graph's buffer numbers are used up");
     qa.slot = nextBuffer++;
     const UOp *q = c.make(Op::BUFFER, p->dtype, {n}, qa.encode(c));
     // the copy: Q[lin(D')] = P[idx(D')] over loops D' like D
@@ -686,7 +687,7 @@ void runOptimize(Graph &g, const PassContext &pc) {
   Packer packer{c, 1000};
   std::vector<const UOp *> nodes = topLevelNodes(g.root);
   for (const UOp *u : nodes)
-    if (u->op == Op::BUFFER) packer.nextBuffer = std::max(packer.nextBuffer, ParamArg::slotOf(u->arg) + 1);
+    if (u->op == Op::BUFFER) packer.nextBuffer = std::max(packer.nextBuffer, std::min<int64_t>(ParamArg::slotOf(u->arg), INT32_MAX) + 1);
   std::set<std::string, std::less<>> seen;
   bool packed = false;
   std::unordered_map<const UOp *, const UOp *> now;
