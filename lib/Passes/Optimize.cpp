@@ -584,13 +584,14 @@ struct Packer {
                                                            const std::string &name, Bad bad) {
     if (slot >= static_cast<int64_t>(args.size())) bad("the kernel has " + std::to_string(args.size()) + " arguments");
     const UOp *read = nullptr;
-    for (const UOp *u : toposort(sink)) {
+    const std::vector<const UOp *> nodes = toposort(sink);
+    for (const UOp *u : nodes) {
       if (u->op != Op::INDEX || u->src(0)->op != Op::PARAM || ParamArg::slotOf(u->src(0)->arg) != slot) continue;
       if (read && read != u) bad("the kernel indexes that argument more than once (or writes it)");
       read = u;
     }
     if (!read) bad("the kernel does not read that argument");
-    for (const UOp *u : toposort(sink))
+    for (const UOp *u : nodes)
       if (u->op == Op::STORE && u->src(0) == read) bad("the kernel writes that argument");
     if (read->nsrc != 2) bad("the read is gated");
     const UOp *idx = read->src(1);
