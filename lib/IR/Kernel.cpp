@@ -27,6 +27,38 @@ std::vector<size_t> writtenSlots(const UOp *call) {
   return out;
 }
 
+const UOp *withAxisType(Context &c, const UOp *r, AxisType type) {
+  if (r->op != Op::RANGE || !r->arg || r->arg->kind != ArgKind::Tuple || r->arg->count < 2) return r;
+  std::vector<const Arg *> elems(r->arg->elems().begin(), r->arg->elems().end());
+  elems[1] = c.argAxisType(type);
+  return c.make(Op::RANGE, r->dtype, r->src(), c.argTuple(elems), r->tag);
+}
+
+bool storesMayRace(const UOp *body) {
+  auto bufferParam = [](const UOp *p) {
+    return p->op == Op::PARAM && p->nsrc > 0 && !(p->src(0)->op == Op::STACK && p->src(0)->nsrc == 0);
+  };
+  std::vector<int64_t> writes;
+  std::vector<const UOp *> stores;
+  for (const UOp *e : body->src()) {
+    const UOp *st = e->op == Op::END && e->nsrc ? e->src(0) : e;
+    stores.push_back(st);
+    bool direct = st->op == Op::STORE && st->nsrc >= 1 && st->src(0)->op == Op::INDEX && st->src(0)->nsrc >= 1 &&
+                  st->src(0)->src(0)->op == Op::PARAM;
+    writes.push_back(direct ? ParamArg::slotOf(st->src(0)->src(0)->arg) : -1);
+  }
+  for (size_t k = 0; k < stores.size(); ++k) {
+    const UOp *target = stores[k]->op == Op::STORE && stores[k]->nsrc ? stores[k]->src(0) : nullptr;
+    for (const UOp *x : toposort(stores[k])) {
+      if (x == target || x->op != Op::INDEX || x->nsrc < 2 || !bufferParam(x->src(0))) continue;
+      int64_t slot = ParamArg::slotOf(x->src(0)->arg);
+      for (size_t j = 0; j < writes.size(); ++j)
+        if (writes[j] == slot && (j != k || !target || target->nsrc < 2 || x->src(1) != target->src(1))) return true;
+    }
+  }
+  return false;
+}
+
 int64_t rangeNumber(const UOp *r) {
   return r->arg && r->arg->kind == ArgKind::Tuple && r->arg->count && r->arg->elems()[0]->kind == ArgKind::Int
              ? r->arg->elems()[0]->i()

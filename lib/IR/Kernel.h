@@ -67,6 +67,21 @@ inline int64_t kernelParallel(const UOp *call) {
   return 0;
 }
 
+/// A RANGE whose values come from the GPU thread id (AxisType GLOBAL, tinygrad's meaning: a range of the
+/// launch's grid; the gpu-map pass chooses them, linearize replaces them by the thread id).
+inline bool isGlobalRange(const UOp *u) {
+  return u->op == Op::RANGE && u->arg && u->arg->kind == ArgKind::Tuple && u->arg->count >= 2 &&
+         u->arg->elems()[1]->kind == ArgKind::AxisType && u->arg->elems()[1]->axisType() == AxisType::GLOBAL;
+}
+
+/// RANGE r with AxisType `type` (its other fields kept); r itself for a RANGE whose arg is no such tuple.
+const UOp *withAxisType(Context &c, const UOp *r, AxisType type);
+
+/// True when some store of kernel SINK `body` could read what another iteration of the stores' loops (or
+/// another GPU thread) writes: an INDEX of a buffer the kernel stores to, other than the store's own
+/// element. Such a kernel keeps its order: one GPU thread, one CPU thread, one loop nest per store.
+bool storesMayRace(const UOp *body);
+
 /// A RANGE the optimizer unrolled into lanes (AxisType UPCAST): a loop of constant size whose
 /// iterations are independent, which the targets run as one loop of lanes each (the compilers unroll and
 /// vectorize it). A REDUCE whose value depends on UPCAST ranges has one accumulator per lane

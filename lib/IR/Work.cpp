@@ -2,6 +2,7 @@
 #include "IR/Work.h"
 
 #include "IR/Error.h"
+#include "IR/Kernel.h"
 #include "IR/Records.h"
 #include "IR/Shape.h"
 
@@ -144,16 +145,28 @@ KernelWork kernelWork(const UOp *sink) {
     loopOf[r] = static_cast<int32_t>(loops.size());
     loops.push_back(std::move(l));
   };
+  // A GPU kernel's GLOBAL ranges come from the thread id: every thread runs every item, so they are
+  // loops of one iteration around everything, and each count is multiplied by the launch's threads
+  // (the most a store has; a store with fewer runs under a guard, counted as if it had as many).
+  int64_t launch = 1;
   for (const UOp *u : topo) {
     if (u->op != Op::END) continue;
     Count p(1);
     int depth = 0;
-    for (size_t i = 1; i < u->nsrc; ++i) {
-      const UOp *r = u->src(i);
-      if (r->op != Op::RANGE || r->nsrc == 0 || loopOf[at(r)] >= 0) continue;
-      p = p * extentOf(r->src(0));
-      setLoop(at(r), Loop{++depth, p});
-    }
+    int64_t threads = 1;
+    for (int global = 1; global >= 0; --global)
+      for (size_t i = 1; i < u->nsrc; ++i) {
+        const UOp *r = u->src(i);
+        if (r->op != Op::RANGE || r->nsrc == 0 || isGlobalRange(r) != (global == 1)) continue;
+        if (global) {
+          auto c = constInt(r->src(0));
+          threads = satMul(threads, c ? std::max<int64_t>(*c, 1) : 1);
+        }
+        if (loopOf[at(r)] >= 0) continue;
+        if (!global) p = p * extentOf(r->src(0));
+        setLoop(at(r), Loop{++depth, p});
+      }
+    launch = std::max(launch, threads);
   }
 
   // the ranges each node depends on (a REDUCE closes its own), as sorted positions: kernels have few ranges.
@@ -276,6 +289,9 @@ KernelWork kernelWork(const UOp *sink) {
       w.heaviestTrips = t;
       heaviest = c;
     }
+  }
+  if (launch > 1) {
+    for (Count *c : {&w.ops, &w.loads, &w.loadBytes, &w.stores, &w.storeBytes, &w.heaviestTrips}) *c = *c * launch;
   }
   return w;
 }

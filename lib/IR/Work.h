@@ -5,7 +5,9 @@
 // (the targets place every value there): output ranges nest in the order END lists them, a REDUCE's
 // ranges nest inside the loops its body depends on otherwise. Only operations on data count (a node
 // that depends on a load); index arithmetic, masks built from ranges and loop bookkeeping do not. A
-// REDUCE counts one operation per iteration of its loops (the accumulation).
+// REDUCE counts one operation per iteration of its loops (the accumulation). A GPU kernel's GLOBAL ranges
+// (gpu-map) are the thread id, not loops: every thread runs every node, so counts are per thread (the
+// other ranges' loops) times the launch's threads.
 //
 // The same measure for a tensor-level graph (before rangeify): every data operation evaluated once per
 // element of its result, a REDUCE once per element of its source: what the reference interpreter does,

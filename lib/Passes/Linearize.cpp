@@ -29,15 +29,16 @@
 // puts innermost) gets them inside its own loops: for k { for lane { acc[lane] += x } }, so each value
 // that does not move with a lane (a matmul's A[i, k] across j's lanes) is loaded once for all of them. A store runs in its END's ranges, then any other range its
 // operands use, by range number; a store over the same loops (and GPU threads) as the store before it
-// runs in that store's loop nest, unless a store reads a buffer another writes (mayRace): outputs
+// runs in that store's loop nest, unless a store reads a buffer another writes (storesMayRace): outputs
 // computed together (kernel-split) compute what they share once per element.
 //
-// GPU targets (PassTarget::gpuGrid: ptx, llvm --grid-on-host): per store, the END ranges its index depends
-// on and whose sizes are constant become the global thread id (outermost first, at most 2^31 - 1 threads)
-// instead of loops: they are replaced by gid / stride % size, gid = gidx0 * local + lidx0. A store that
-// needs fewer threads than the launch runs under IF(gid < its threads). If any store could read what
-// another thread writes, the whole kernel runs on one thread (the race check). The launch is recorded
-// in the IR: gidx0's size is the number of blocks, lidx0's the threads per block.
+// GPU targets (PassTarget::gpuGrid: ptx, llvm --grid-on-host, or linearize{grid=1}): every item runs on
+// each thread of a launch. Per store, its END's GLOBAL ranges (which the gpu-map pass chose: see
+// GpuMap.cpp) come from the global thread id instead of loops (outermost first): they are replaced by
+// gid / stride % size, gid = gidx0 * local + lidx0; its other ranges stay loops inside the thread. A store
+// that needs fewer threads than the launch runs under IF(gid < its threads). A kernel with no GLOBAL
+// range runs on one thread. The launch is recorded in the IR: gidx0's size is the number of blocks, lidx0's
+// the threads per block.
 // Precondition: codegen (and lower-index) ran. Copies and the top-level graph are left as they are.
 #include "IR/Error.h"
 #include "IR/Kernel.h"
@@ -312,36 +313,12 @@ struct Linearizer {
     std::vector<const UOp *> mapped;
   };
   std::optional<SharedNest> shared;
-  bool shareLoops = false; ///< no store reads what another writes (mayRace): stores may share a loop nest
+  bool shareLoops = false; ///< no store reads what another writes (storesMayRace): stores may share a loop nest
   void closeShared() {
     if (!shared) return;
     for (size_t k = 0; k < shared->loops.size(); ++k) closeScope();
     if (gpu) closeScope();
     shared.reset();
-  }
-
-  /// True when some store could read what another iteration of the stores' loops writes: an INDEX of a
-  /// buffer the kernel stores to, other than the store's own element. Such a kernel keeps its order: one
-  /// GPU thread, one CPU thread.
-  static bool mayRace(const UOp *body) {
-    std::vector<int64_t> writes;
-    std::vector<const UOp *> stores;
-    for (const UOp *e : body->src()) {
-      const UOp *st = e->op == Op::END ? e->src(0) : e;
-      stores.push_back(st);
-      bool direct = st->op == Op::STORE && st->src(0)->op == Op::INDEX && st->src(0)->src(0)->op == Op::PARAM;
-      writes.push_back(direct ? ParamArg::slotOf(st->src(0)->src(0)->arg) : -1);
-    }
-    for (size_t k = 0; k < stores.size(); ++k) {
-      const UOp *target = stores[k]->op == Op::STORE ? stores[k]->src(0) : nullptr;
-      for (const UOp *x : toposort(stores[k])) {
-        if (x == target || x->op != Op::INDEX || x->src(0)->op != Op::PARAM || isScalarParam(x->src(0))) continue;
-        int64_t slot = ParamArg::slotOf(x->src(0)->arg);
-        for (size_t j = 0; j < writes.size(); ++j)
-          if (writes[j] == slot && (j != k || !target || x->src(1) != target->src(1))) return true;
-      }
-    }
-    return false;
   }
 
   /// CPU threads: the kernel's outermost loop, split across threads by the runner, when every store of the
@@ -364,44 +341,41 @@ struct Linearizer {
       const auto &indexRanges = freeRanges.at(st->src(0)->src(1));
       if (!std::binary_search(indexRanges.begin(), indexRanges.end(), r)) return body;
     }
-    if (mayRace(body)) return body;
+    if (storesMayRace(body)) return body;
     KernelWork w = kernelWork(body);
     auto ops = w.ops.constant(), loads = w.loads.constant();
     if (!ops || !loads || *ops + *loads < minWork) return body;
-    std::vector<const Arg *> elems(r->arg->elems().begin(), r->arg->elems().end());
-    elems[1] = c.argAxisType(AxisType::THREAD);
-    const UOp *t = c.make(Op::RANGE, r->dtype, r->src(), c.argTuple(elems), r->tag);
+    const UOp *t = withAxisType(c, r, AxisType::THREAD);
     const UOp *out = substitute(c, body, {{r, t}});
     analyze(out);
     return out;
   }
 
-  /// Which END ranges become the thread id (see the file comment), and the launch.
+  /// The launch, and per store the ranges its thread id gives: its END's GLOBAL ranges (the gpu-map pass
+  /// chose them), outermost first. A GLOBAL range must be of a constant size and move the store's index
+  /// (else two threads would write one element), in a kernel whose stores do not race.
   std::vector<StorePlan> planGrid(const UOp *body) {
-    constexpr int64_t kMaxThreads = INT32_MAX;
+    const bool serial = storesMayRace(body);
     std::vector<StorePlan> plans;
+    int64_t threads = 1;
     for (const UOp *e : body->src()) {
-      const UOp *st = e->op == Op::END ? e->src(0) : e;
       StorePlan p;
-      if (e->op == Op::END && st->op == Op::STORE && st->src(0)->op == Op::INDEX) {
-        const auto &indexRanges = freeRanges.at(st->src(0)->src(1));
+      if (e->op == Op::END)
         for (const UOp *r : e->src().subspan(1)) {
-          if (r->op != Op::RANGE || !std::binary_search(indexRanges.begin(), indexRanges.end(), r)) continue;
+          if (!isGlobalRange(r)) continue;
+          const UOp *st = e->src(0);
+          if (serial) failAt(r, "a GLOBAL range in a kernel whose stores may race (it must run on one thread)");
           auto n = constBound(r->src(0));
-          if (!n || *n < 1 || *n > kMaxThreads / p.threads) continue;
+          if (!n || *n < 1 || *n > INT32_MAX / p.threads)
+            failAt(r, "a GLOBAL range needs a constant size, and a store at most 2^31 - 1 threads");
+          if (st->op != Op::STORE || st->src(0)->op != Op::INDEX ||
+              !std::binary_search(freeRanges.at(st->src(0)->src(1)).begin(), freeRanges.at(st->src(0)->src(1)).end(), r))
+            failAt(r, "a GLOBAL range its store's index does not depend on (its threads would write one element)");
           p.mapped.push_back(r);
           p.threads *= static_cast<int64_t>(*n);
         }
-      }
-      plans.push_back(std::move(p));
-    }
-    // Stores run concurrently on a GPU: any store that could read what another thread writes keeps the
-    // whole kernel on one thread.
-    bool serial = mayRace(body);
-    int64_t threads = 1;
-    for (StorePlan &p : plans) {
-      if (serial) p = StorePlan{};
       threads = std::max(threads, p.threads);
+      plans.push_back(std::move(p));
     }
     int64_t local = std::min<int64_t>(threads, maxBlock);
     int64_t global = (threads + local - 1) / local;
@@ -458,7 +432,7 @@ struct Linearizer {
       emit(gidx); // the launch is in the items even where no store needs the thread id
       emit(lidx);
     }
-    shareLoops = body->nsrc > 1 && !mayRace(body);
+    shareLoops = body->nsrc > 1 && !storesMayRace(body);
     for (size_t k = 0; k < body->nsrc; ++k) statement(body->src(k), gpu ? plans[k] : StorePlan{});
     closeShared();
     std::vector<const UOp *> srcs{body};
@@ -476,7 +450,9 @@ const UOp *linearizeKernelCall(Context &c, const UOp *call, const PassTarget &ta
   l.gpu = target.gpuGrid;
   l.maxBlock = target.gpuGrid ? std::max<int64_t>(1, target.maxThreadsPerBlock) : 256;
   std::vector<const UOp *> srcs(call->src().begin(), call->src().end());
-  srcs[0] = l.run(commitWeakKernel(c, lowerIndexKernel(c, call->src(0))));
+  const UOp *body = commitWeakKernel(c, lowerIndexKernel(c, call->src(0)));
+  if (target.gpuGrid) body = gpuMapKernel(c, body);
+  srcs[0] = l.run(body);
   return c.withSrc(call, srcs);
 }
 

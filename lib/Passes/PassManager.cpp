@@ -224,7 +224,7 @@ void linearizeForRendering(Graph &g, const PassTarget &target) {
   for (const UOp *u : toposort(g.root)) sink |= u->op == Op::CALL && u->nsrc > 0 && u->src(0)->op == Op::SINK;
   if (!sink) return;
   std::ostringstream out, err;
-  runPipeline(g, parsePipeline("lower-index,commit-weak,linearize"), PassManagerOptions{}, out, err, target);
+  runPipeline(g, parsePipeline("lower-index,commit-weak,gpu-map,linearize"), PassManagerOptions{}, out, err, target);
 }
 
 } // namespace uopc

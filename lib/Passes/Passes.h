@@ -13,7 +13,10 @@ namespace uopc {
 const UOp *lowerIndexKernel(Context &c, const UOp *sink);
 /// commit-weak's rewrite of one kernel SINK: weak operands next to strong ones cast, weakfloat float64.
 const UOp *commitWeakKernel(Context &c, const UOp *sink);
-/// One kernel CALL through lower-index, commit-weak and linearize for `target` (a CALL whose body is not a SINK is
+/// gpu-map's choice for one kernel SINK: its store ranges the GPU thread id gives, marked GLOBAL (lean: weigh
+/// the mapping without the ranges a REDUCE does not depend on; false: every candidate).
+const UOp *gpuMapKernel(Context &c, const UOp *sink, bool lean = true);
+/// One kernel CALL through lower-index, commit-weak, gpu-map (for a grid target) and linearize for `target` (a CALL whose body is not a SINK is
 /// returned as it is): for tools and tests that build kernels by hand.
 const UOp *linearizeKernelCall(Context &c, const UOp *call, const PassTarget &target);
 
