@@ -452,7 +452,11 @@ struct Emitter {
     Value *iv = b.CreateLoad(T, L->counter);
     b.CreateStore(b.CreateAdd(iv, llvm::ConstantInt::get(T, 1)), L->counter);
     llvm::BranchInst *latch = b.CreateBr(L->header);
-    if (isUnrollRange(L->range)) { // an UNROLL range: the loop run as copies of its body
+    // UNROLL (a reduction loop the optimizer unrolled) and UPCAST (a tile's lanes) loops run as copies of their
+    // body. For the lanes this is what lets SLP make vectors of them: left to LLVM's loop vectorizer, a
+    // tile's loops on an AVX-512 CPU were vectorized across the lanes with masked gathers, 30x slower
+    // (sp_mm_512 on Zen 4: 59-64 -> 1.7-2.2 ms with the hint).
+    if (isUnrollRange(L->range) || isUpcastRange(L->range)) {
       llvm::Metadata *full[] = {llvm::MDString::get(lc, "llvm.loop.unroll.full")};
       llvm::Metadata *ops[] = {nullptr, llvm::MDNode::get(lc, full)};
       llvm::MDNode *self = llvm::MDNode::getDistinct(lc, ops);
