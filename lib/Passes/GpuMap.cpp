@@ -94,6 +94,25 @@ Mapping candidates(const UOp *body) {
         if (!dependsOn(free.at(red), r)) notLean.push_back(r);
     }
   }
+  // a range taken for one store may be another's too: drop the range at which a store passes 2^31 - 1
+  // threads, until none does
+  for (bool again = true; again;) {
+    again = false;
+    for (const UOp *e : body->src()) {
+      if (e->op != Op::END) continue;
+      int64_t threads = 1;
+      for (const UOp *r : e->src().subspan(1)) {
+        if (std::find(m.all.begin(), m.all.end(), r) == m.all.end()) continue;
+        auto n = static_cast<int64_t>(*constBound(r->src(0)));
+        if (n > INT32_MAX / threads) {
+          std::erase(m.all, r);
+          again = true;
+          break;
+        }
+        threads *= n;
+      }
+    }
+  }
   for (const UOp *r : m.all)
     if (std::find(notLean.begin(), notLean.end(), r) == notLean.end()) m.lean.push_back(r);
   return m;

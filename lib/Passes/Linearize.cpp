@@ -274,16 +274,16 @@ struct Linearizer {
       const UOp *rest = gid;
       for (size_t k = plan.mapped.size(); k-- > 0;) {
         const UOp *r = plan.mapped[k];
-        const UOp *n = c.constInt(DType::Int64, static_cast<int64_t>(*constBound(r->src(0))));
-        const UOp *v = k == 0 ? rest : c.make(Op::CMOD, DType::Int64, {rest, n});
-        if (k) rest = c.make(Op::CDIV, DType::Int64, {rest, n});
+        const UOp *n = c.constInt(gid->dtype, static_cast<int64_t>(*constBound(r->src(0))));
+        const UOp *v = k == 0 ? rest : c.make(Op::CMOD, gid->dtype, {rest, n});
+        if (k) rest = c.make(Op::CDIV, gid->dtype, {rest, n});
         // in the range's own dtype (a weakint range stays weakint: its users' dtypes must not change)
-        sub[r] = r->dtype == DType::Int64 ? v : c.make(Op::CAST, r->dtype, {v});
+        sub[r] = r->dtype == gid->dtype ? v : c.make(Op::CAST, r->dtype, {v});
       }
       if (!sub.empty()) st = substitute(c, st, sub);
       analyze(st);
       if (plan.threads < launchThreads) {
-        guard = c.make(Op::CMPLT, DType::Bool, {gid, c.constInt(DType::Int64, plan.threads)});
+        guard = c.make(Op::CMPLT, DType::Bool, {gid, c.constInt(gid->dtype, plan.threads)});
         analyze(guard);
       }
     }
@@ -382,7 +382,17 @@ struct Linearizer {
     launchThreads = global * local;
     gidx = c.make(Op::SPECIAL, DType::Int64, {c.constInt(DType::Int64, global)}, c.argString("gidx0"));
     lidx = c.make(Op::SPECIAL, DType::Int64, {c.constInt(DType::Int64, local)}, c.argString("lidx0"));
-    gid = c.make(Op::ADD, DType::Int64, {c.make(Op::MUL, DType::Int64, {gidx, c.constInt(DType::Int64, local)}), lidx});
+    // The thread id and its division into the mapped ranges in int32 where every thread's id fits (a
+    // 64-bit division by a constant is a 64-bit multiply-high on a GPU, several 32-bit instructions), each
+    // range's value then cast to its dtype. Only these: the ranges stay 64-bit index arithmetic that does
+    // not wrap, which LLVM strength-reduces into pointer increments; all index math narrowed to int32 (as
+    // tinygrad's pm_lower_index_dtype) lost that, and ptxas no longer unrolled sp_mm_512's reduction loop.
+    if (global * local - 1 <= INT32_MAX) {
+      const UOp *g32 = c.make(Op::CAST, DType::Int32, {gidx}), *l32 = c.make(Op::CAST, DType::Int32, {lidx});
+      gid = c.make(Op::ADD, DType::Int32, {c.make(Op::MUL, DType::Int32, {g32, c.constInt(DType::Int32, local)}), l32});
+    } else {
+      gid = c.make(Op::ADD, DType::Int64, {c.make(Op::MUL, DType::Int64, {gidx, c.constInt(DType::Int64, local)}), lidx});
+    }
     analyze(gid);
     return plans;
   }
