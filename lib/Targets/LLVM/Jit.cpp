@@ -61,6 +61,11 @@ JitEngine::JitEngine(const std::string &cpu) : impl(std::make_unique<Impl>()) {
       impl->jit->getDataLayout().getGlobalPrefix());
   if (!gen) fail("LLVM JIT: cannot search the process's symbols: " + message(gen.takeError()));
   impl->jit->getMainJITDylib().addGenerator(std::move(*gen));
+  // glibc's vector math (the _ZGV*_exp2f ... a vectorized kernel calls: Machines.cpp's addLibmvec); where
+  // it is missing, a kernel that calls it fails to link, naming the symbol
+  auto mvec = llvm::orc::DynamicLibrarySearchGenerator::Load("libmvec.so.1", impl->jit->getDataLayout().getGlobalPrefix());
+  if (mvec) impl->jit->getMainJITDylib().addGenerator(std::move(*mvec));
+  else llvm::consumeError(mvec.takeError());
 }
 
 JitEngine::~JitEngine() = default;

@@ -75,7 +75,6 @@ struct Loop {
   llvm::BasicBlock *header = nullptr; ///< the loop's condition block
   llvm::BasicBlock *exit = nullptr;   ///< where the code goes on once the loop closes
   llvm::AllocaInst *counter = nullptr;
-  bool unrollFull = false; ///< its latch carries llvm.loop.unroll.full (see loopEnd)
 };
 
 struct Emitter;
@@ -428,9 +427,6 @@ struct Emitter {
     loops.push_back(std::move(lp));
     std::string name = rangeName(r);
     L->range = r;
-    L->unrollFull = isUnrollRange(r);
-    if (isUpcastRange(r) && !open.empty() && isUpcastRange(open.back()->range))
-      L->unrollFull = open.back()->unrollFull = true; // a two-dimensional register tile (see loopEnd)
     L->counter = makeAlloca(T, name + ".addr");
     L->header = llvm::BasicBlock::Create(lc, name + ".cond", fn);
     auto *body = llvm::BasicBlock::Create(lc, name + ".body", fn);
@@ -456,13 +452,7 @@ struct Emitter {
     Value *iv = b.CreateLoad(T, L->counter);
     b.CreateStore(b.CreateAdd(iv, llvm::ConstantInt::get(T, 1)), L->counter);
     llvm::BranchInst *latch = b.CreateBr(L->header);
-    // An UNROLL loop (a reduction loop the optimizer unrolled) runs as copies of its body, and so do the lane
-    // loops of a two-dimensional register tile (an UPCAST loop directly in another): LLVM unrolled the inner
-    // lanes itself, then its loop vectorizer took the outer lanes on an AVX-512 CPU, with masked gathers of
-    // the accumulators and of A's column (sp_mm_512 on Zen 4: 59-64 -> 1.7-2.2 ms with the hint; conv2d 62 ->
-    // 7 ms). One-dimensional lanes (partial accumulators, cumsum's tile) keep no hint: the loop vectorizer
-    // does better on them than unrolling first (sp_cumsum_1m 29 -> 100 ms, argmax 3.3 -> 5.2 ms with it).
-    if (L->unrollFull) {
+    if (isUnrollRange(L->range)) { // an UNROLL range: the loop run as copies of its body
       llvm::Metadata *full[] = {llvm::MDString::get(lc, "llvm.loop.unroll.full")};
       llvm::Metadata *ops[] = {nullptr, llvm::MDNode::get(lc, full)};
       llvm::MDNode *self = llvm::MDNode::getDistinct(lc, ops);
