@@ -6,7 +6,9 @@ elementwise op broadcasts a size-1 axis; no EXPAND node), as in the corpus:
   rowsum: out(4) = X(4,8).sum(axis=1)               a sum over consecutive elements
   mm16:  out(4,16) = X(4,8) @ W(8,16)                a matmul with 16 output columns
   mm1k:  out(16,1024) = X(16,1024) @ W(1024,1024)    W's columns 4 KiB apart (optimize.test's pack choice)
-usage: rangeify-work.py mm2|expmm|cheap|rowsum|mm16|mm1k OUT.json"""
+  tinysum: out(4,64) = f(X(4,64)) * W(4,2).sum(axis=1), f eight elementwise ops: a reduction of two elements
+         next to much more work per element (gpu-map.test: every GPU thread may compute it again)
+usage: rangeify-work.py mm2|expmm|cheap|rowsum|mm16|mm1k|tinysum OUT.json"""
 import json, sys
 
 
@@ -58,6 +60,15 @@ def build(kind):
         out = g.reshape(g.param(0, 16 * 1024), 16, 1024)
         x, w = g.reshape(g.param(1, 16 * 1024), 16, 1024), g.reshape(g.param(2, 1024 * 1024), 1024, 1024)
         return g.doc(out, g.matmul(x, w, 16, 1024, 1024))
+    if kind == "tinysum":
+        out = g.reshape(g.param(0, 256), 4, 64)
+        x = g.reshape(g.param(1, 256), 4, 64)
+        w = g.reshape(g.param(2, 8), 4, 2)
+        s = g.reshape(g.add("REDUCE", "float32", [g.permute(w, 1, 0)], [{"$": "Ops", "v": "ADD"}, 1]), 4, 1)
+        v = x
+        for k in range(8):
+            v = g.add("ADD" if k % 2 else "MUL", "float32", [v, x])
+        return g.doc(out, g.add("MUL", "float32", [v, s]))
     out = g.reshape(g.param(0, 20), 4, 5)
     if kind == "mm2":
         a, b, c = g.reshape(g.param(1, 32), 4, 8), g.reshape(g.param(2, 48), 8, 6), g.reshape(g.param(3, 30), 6, 5)
