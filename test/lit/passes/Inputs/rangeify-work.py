@@ -8,7 +8,9 @@ elementwise op broadcasts a size-1 axis; no EXPAND node), as in the corpus:
   mm1k:  out(16,1024) = X(16,1024) @ W(1024,1024)    W's columns 4 KiB apart (optimize.test's pack choice)
   tinysum: out(4,64) = f(X(4,64)) * W(4,2).sum(axis=1), f eight elementwise ops: a reduction of two elements
          next to much more work per element (gpu-map.test: every GPU thread may compute it again)
-usage: rangeify-work.py mm2|expmm|cheap|rowsum|mm16|mm1k|tinysum OUT.json"""
+  colsum: out(65536) = X(16,65536).sum(axis=0)     a column walk: each row 256 KiB further (optimize.test's strip)
+  colsum8: out(8) = X(4096,8).sum(axis=0)            columns 32 bytes apart: less than a line, no strip
+usage: rangeify-work.py mm2|expmm|cheap|rowsum|mm16|mm1k|tinysum|colsum|colsum8 OUT.json"""
 import json, sys
 
 
@@ -60,6 +62,10 @@ def build(kind):
         out = g.reshape(g.param(0, 16 * 1024), 16, 1024)
         x, w = g.reshape(g.param(1, 16 * 1024), 16, 1024), g.reshape(g.param(2, 1024 * 1024), 1024, 1024)
         return g.doc(out, g.matmul(x, w, 16, 1024, 1024))
+    if kind in ("colsum", "colsum8"):
+        rows, cols = (16, 65536) if kind == "colsum" else (4096, 8)
+        out, x = g.param(0, cols), g.reshape(g.param(1, rows * cols), rows, cols)
+        return g.doc(out, g.add("REDUCE", "float32", [x], [{"$": "Ops", "v": "ADD"}, 1]))
     if kind == "tinysum":
         out = g.reshape(g.param(0, 256), 4, 64)
         x = g.reshape(g.param(1, 256), 4, 64)
