@@ -4,6 +4,8 @@
 the exponents it rewrites, plus x as DIR/x.bin.
 usage: pow-cases.py OUT.json [--expect DIR]"""
 import json, math, os, struct, sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "Inputs"))
+from uopgraph import Graph  # noqa: E402
 
 EXPS = [0.0, 1.0, 2.0, 3.0, 7.0, 0.5, 2.5, -2.0, -0.5, 0.3, 1e30]
 REWRITTEN = EXPS[:9]
@@ -21,15 +23,10 @@ def tiny_pow(x, c):
     return f32(f32(y * y) * x) if c % 2 == 1 else f32(y * y)
 
 
-nodes = []
-def add(op, dtype, src=(), arg=None):
-    n = {"id": len(nodes), "op": op, "dtype": dtype}
-    if src: n["src"] = list(src)
-    if arg is not None: n["arg"] = arg
-    nodes.append(n)
-    return n["id"]
+g = Graph()
+add = g.add
 n8 = add("CONST", "weakint", arg=8)
-param = lambda slot: add("PARAM", "float32", [n8], {"$": "ParamArg", "slot": slot, "dtype": {"$": "DType", "v": "float32"}, "device": "CPU"})
+param = lambda slot: g.param(slot, n8)
 x = param(0)
 afters = []
 for k, c in enumerate(EXPS):
@@ -38,8 +35,7 @@ for k, c in enumerate(EXPS):
     st = add("STORE", "void", [out, add("POW", "float32", [x, add("EXPAND", "float32", [cst, n8])])])
     afters.append(add("AFTER", "float32", [out, st]))
 root = add("SINK", "void", afters)
-json.dump({"format": "uopc-graph", "version": 1, "producer": {"name": "hand-written", "version": "1"},
-           "semantics": {"pad_fill": "zero"}, "nodes": nodes, "root": root}, open(sys.argv[1], "w"))
+json.dump(g.document(root), open(sys.argv[1], "w"))
 if "--expect" in sys.argv:
     d = sys.argv[sys.argv.index("--expect") + 1]
     open(os.path.join(d, "x.bin"), "wb").write(struct.pack("<8f", *X))

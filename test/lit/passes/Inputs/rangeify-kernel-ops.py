@@ -5,20 +5,16 @@
 #            axis (4 elements: 2N + 1 ops): x[i] + x[i + 4] + 4N
 #   window:  N random values (fixed seed) whose operands are among the last 5 (a DAG of shared values)
 # Every value is float32 on CPU; the input is PARAM slot 1, the output PARAM slot 0.
-import json, sys
+import json, os, sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "Inputs"))
+from uopgraph import Graph  # noqa: E402
 kind, n, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-nodes = []
-def node(op, dtype, src=(), arg=None):
-    d = {"id": len(nodes), "op": op, "dtype": dtype}
-    if src: d["src"] = list(src)
-    if arg is not None: d["arg"] = arg
-    nodes.append(d)
-    return d["id"]
-P = lambda s: {"$": "ParamArg", "slot": s, "dtype": {"$": "DType", "v": "float32"}, "device": "CPU"}
+g = Graph()
+node = g.add
 four = node("CONST", "weakint", arg=4)
 size_in = node("CONST", "weakint", arg=8) if kind == "reshape" else four
-dst = node("PARAM", "float32", [four], P(0))
-x = node("PARAM", "float32", [size_in], P(1))
+dst = g.param(0, four)
+x = g.param(1, size_in)
 one = node("CONST", "float32", arg=1.0)
 if kind == "diamond":
     for _ in range(n):
@@ -51,6 +47,4 @@ elif kind == "window":
 else:
     sys.exit("unknown kind " + kind)
 st = node("STORE", "void", [dst, x])
-node("SINK", "void", [node("AFTER", "float32", [dst, st])])
-json.dump({"format": "uopc-graph", "version": 1, "producer": {"name": "hand-written", "version": "1"},
-           "semantics": {"pad_fill": "zero"}, "nodes": nodes, "root": len(nodes) - 1}, open(out, "w"))
+json.dump(g.document(node("SINK", "void", [node("AFTER", "float32", [dst, st])])), open(out, "w"))

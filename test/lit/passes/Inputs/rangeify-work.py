@@ -11,25 +11,15 @@ elementwise op broadcasts a size-1 axis; no EXPAND node), as in the corpus:
   colsum: out(65536) = X(16,65536).sum(axis=0)     a column walk: each row 256 KiB further (optimize.test's strip)
   colsum8: out(8) = X(4096,8).sum(axis=0)            columns 32 bytes apart: less than a line, no strip
 usage: rangeify-work.py mm2|expmm|cheap|rowsum|mm16|mm1k|tinysum|colsum|colsum8 OUT.json"""
-import json, sys
+import json, os, sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "Inputs"))
+from uopgraph import Graph  # noqa: E402
 
 
-class G:
-    def __init__(self):
-        self.nodes = []
-
-    def add(self, op, dtype, src=(), arg=None):
-        n = {"id": len(self.nodes), "op": op, "dtype": dtype}
-        if src: n["src"] = list(src)
-        if arg is not None: n["arg"] = arg
-        self.nodes.append(n)
-        return n["id"]
-
+class G(Graph):
     def int(self, v): return self.add("CONST", "weakint", arg=v)
     def shape(self, *dims): return self.add("STACK", "weakint", [self.int(d) for d in dims])
-    def param(self, slot, numel):
-        return self.add("PARAM", "float32", [self.int(numel)],
-                        {"$": "ParamArg", "slot": slot, "dtype": {"$": "DType", "v": "float32"}, "device": "CPU"})
+    def param(self, slot, numel): return super().param(slot, self.int(numel))
     def reshape(self, x, *dims): return self.add("RESHAPE", "float32", [x, self.shape(*dims)])
     def permute(self, x, *p): return self.add("PERMUTE", "float32", [x], list(p))
     def matmul(self, a, b, m, k, n):
@@ -42,9 +32,7 @@ class G:
 
     def doc(self, out, value):
         st = self.add("STORE", "void", [out, value])
-        self.add("SINK", "void", [self.add("AFTER", "float32", [out, st])])
-        return {"format": "uopc-graph", "version": 1, "producer": {"name": "hand-written", "version": "1"},
-                "semantics": {"pad_fill": "zero"}, "nodes": self.nodes, "root": len(self.nodes) - 1}
+        return self.document(self.add("SINK", "void", [self.add("AFTER", "float32", [out, st])]))
 
 
 def build(kind):
