@@ -30,7 +30,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
-#include <deque>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -172,41 +171,40 @@ namespace {
 void addLibmvec(llvm::TargetLibraryInfoImpl &tlii, const llvm::Module &m, llvm::TargetMachine *tm) {
   llvm::Triple t(m.getTargetTriple());
   if (!t.isX86() || !t.isArch64Bit() || !t.isOSLinux() || !t.isGNUEnvironment()) return;
+  // Every form glibc has, named once (VecDesc holds StringRefs into these strings), with the CPU feature
+  // it needs
+  struct Form {
+    const char *feature; // nullptr: SSE2, every x86-64
+    std::string scalar, vector, abi;
+    unsigned vf;
+  };
+  static const std::vector<Form> forms = [] {
+    struct Width {
+      char isa;
+      unsigned f32, f64;
+      const char *feature;
+    };
+    struct Fn {
+      const char *name;
+      int args;
+    };
+    std::vector<Form> out;
+    for (Width w : {Width{'b', 4, 2, nullptr}, Width{'d', 8, 4, "+avx2"}, Width{'e', 16, 8, "+avx512f"}})
+      for (Fn f : {Fn{"exp2", 1}, Fn{"log2", 1}, Fn{"sin", 1}, Fn{"pow", 2}})
+        for (bool single : {true, false}) {
+          unsigned vf = single ? w.f32 : w.f64;
+          std::string params(static_cast<size_t>(f.args), 'v');
+          out.push_back({w.feature, std::string("llvm.") + f.name + (single ? ".f32" : ".f64"),
+                         std::string("_ZGV") + w.isa + "N" + std::to_string(vf) + params + "_" + f.name + (single ? "f" : ""),
+                         "_ZGV_LLVM_N" + std::to_string(vf) + params, vf});
+        }
+    return out;
+  }();
   const llvm::MCSubtargetInfo *sti = tm->getMCSubtargetInfo();
-  struct Width {
-    char isa;
-    unsigned f32, f64;
-    const char *feature;
-  };
-  static constexpr Width widths[] = {{'b', 4, 2, nullptr}, {'d', 8, 4, "avx2"}, {'e', 16, 8, "avx512f"}};
-  struct Fn {
-    const char *f32, *f64, *name;
-    int args;
-  };
-  static constexpr Fn fns[] = {
-      {"llvm.exp2.f32", "llvm.exp2.f64", "exp2", 1}, {"llvm.log2.f32", "llvm.log2.f64", "log2", 1},
-      {"llvm.sin.f32", "llvm.sin.f64", "sin", 1},    {"llvm.pow.f32", "llvm.pow.f64", "pow", 2}};
-  // VecDesc holds StringRefs: the names live as long as the process
-  static std::mutex mu;
-  static std::deque<std::string> names;
-  std::lock_guard<std::mutex> lock(mu);
-  auto keep = [&](std::string s) -> llvm::StringRef {
-    for (const std::string &n : names)
-      if (n == s) return n;
-    return names.emplace_back(std::move(s));
-  };
   std::vector<llvm::VecDesc> descs;
-  for (const Width &w : widths) {
-    if (w.feature && !(sti && sti->checkFeatures(std::string("+") + w.feature))) continue;
-    for (const Fn &f : fns)
-      for (bool single : {true, false}) {
-        unsigned vf = single ? w.f32 : w.f64;
-        std::string params(static_cast<size_t>(f.args), 'v');
-        std::string vec = std::string("_ZGV") + w.isa + "N" + std::to_string(vf) + params + "_" + f.name + (single ? "f" : "");
-        descs.emplace_back(single ? f.f32 : f.f64, keep(vec), llvm::ElementCount::getFixed(vf), false,
-                           keep("_ZGV_LLVM_N" + std::to_string(vf) + params));
-      }
-  }
+  for (const Form &f : forms)
+    if (!f.feature || (sti && sti->checkFeatures(f.feature)))
+      descs.emplace_back(f.scalar, f.vector, llvm::ElementCount::getFixed(f.vf), false, f.abi);
   tlii.addVectorizableFunctions(descs);
 }
 } // namespace
