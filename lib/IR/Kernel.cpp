@@ -27,6 +27,16 @@ std::vector<size_t> writtenSlots(const UOp *call) {
   return out;
 }
 
+const UOp *blockBufferOf(const UOp *u) {
+  while (u->op == Op::AFTER && u->nsrc > 0) u = u->src(0);
+  if (u->op != Op::BUFFER || !u->arg) return nullptr;
+  try {
+    return ParamArg::decode(u->arg).addrspace == AddrSpace::LOCAL ? u : nullptr;
+  } catch (const Error &) {
+    return nullptr;
+  }
+}
+
 const UOp *withAxisType(Context &c, const UOp *r, AxisType type) {
   if (r->op != Op::RANGE || !r->arg || r->arg->kind != ArgKind::Tuple || r->arg->count < 2) return r;
   std::vector<const Arg *> elems(r->arg->elems().begin(), r->arg->elems().end());

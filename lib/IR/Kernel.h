@@ -74,6 +74,21 @@ inline bool isGlobalRange(const UOp *u) {
          u->arg->elems()[1]->kind == ArgKind::AxisType && u->arg->elems()[1]->axisType() == AxisType::GLOBAL;
 }
 
+/// A RANGE of the threads of one GPU block (AxisType LOCAL or GROUP_REDUCE, tinygrad's meaning: LOCAL a
+/// store's loop spread over the block's threads, GROUP_REDUCE a reduction's; the gpu-map pass chooses
+/// them). A kernel's block is one dimension: all its block ranges have one size, and linearize replaces
+/// each by the thread's index in its block.
+inline bool isBlockRange(const UOp *u) {
+  if (u->op != Op::RANGE || !u->arg || u->arg->kind != ArgKind::Tuple || u->arg->count < 2 ||
+      u->arg->elems()[1]->kind != ArgKind::AxisType)
+    return false;
+  AxisType t = u->arg->elems()[1]->axisType();
+  return t == AxisType::LOCAL || t == AxisType::GROUP_REDUCE;
+}
+/// The memory one GPU block shares (a BUFFER of AddrSpace LOCAL, the group-reduce pass makes them) under
+/// u's AFTER chain, or nullptr when u is not one.
+const UOp *blockBufferOf(const UOp *u);
+
 /// RANGE r with AxisType `type` (its other fields kept); r itself for a RANGE whose arg is no such tuple.
 const UOp *withAxisType(Context &c, const UOp *r, AxisType type);
 

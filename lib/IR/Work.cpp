@@ -149,6 +149,15 @@ KernelWork kernelWork(const UOp *sink) {
   // loops of one iteration around everything, and each count is multiplied by the launch's threads
   // (the most a store has; a store with fewer runs under a guard, counted as if it had as many).
   int64_t launch = 1;
+  // A GPU block's ranges (LOCAL, GROUP_REDUCE) are threads as well: one iteration each, the launch
+  // multiplied by the block's size (one dimension: the largest).
+  int64_t block = 1;
+  for (const UOp *u : topo)
+    if (isBlockRange(u) && u->nsrc > 0) {
+      auto c = constInt(u->src(0));
+      block = std::max(block, c ? std::max<int64_t>(*c, 1) : 1);
+      setLoop(at(u), Loop{0, Count(1)});
+    }
   for (const UOp *u : topo) {
     if (u->op != Op::END) continue;
     Count p(1);
@@ -290,6 +299,7 @@ KernelWork kernelWork(const UOp *sink) {
       heaviest = c;
     }
   }
+  launch = satMul(launch, block);
   if (launch > 1) {
     for (Count *c : {&w.ops, &w.loads, &w.loadBytes, &w.stores, &w.storeBytes, &w.heaviestTrips}) *c = *c * launch;
   }

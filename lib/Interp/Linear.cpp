@@ -53,6 +53,21 @@ struct Machine {
     return a.slots[static_cast<size_t>(k)];
   }
   Word gidx = 0, lidx = 0; ///< this thread's coordinates (a kernel linearized for a grid)
+  std::unordered_map<const UOp *, std::vector<Word>> shared; ///< this block's shared BUFFERs
+
+  /// The words INDEX u reads or writes: a bound buffer's, or the block's shared BUFFER's.
+  std::vector<Word> &wordsOf(const UOp *u) {
+    const UOp *p = u->src(0);
+    if (const UOp *b = blockBufferOf(p)) {
+      auto it = shared.find(b);
+      if (it == shared.end()) error(u, "a block's shared BUFFER used before its item");
+      return it->second;
+    }
+    if (p->op != Op::PARAM || isScalarParam(p)) error(u, "INDEX of something other than a buffer PARAM or a block's shared BUFFER");
+    size_t slot = static_cast<size_t>(ParamArg::slotOf(p->arg));
+    if (slot >= bufs.size() || !bufs[slot]) error(u, "INDEX of an unbound slot");
+    return bufs[slot]->words;
+  }
 
   [[noreturn]] void error(const UOp *u, const std::string &m) const { fail(g.describe(u) + ": " + m); }
 
@@ -108,10 +123,7 @@ struct Machine {
 
   /// An access by INDEX u: its element number, or nullopt where the index, a gate or the bounds say no.
   std::optional<size_t> access(const UOp *u) {
-    const UOp *p = u->src(0);
-    if (p->op != Op::PARAM || isScalarParam(p)) error(u, "INDEX of something other than a buffer PARAM");
-    size_t slot = static_cast<size_t>(ParamArg::slotOf(p->arg));
-    if (slot >= bufs.size() || !bufs[slot]) error(u, "INDEX of an unbound slot");
+    const std::vector<Word> &words = wordsOf(u);
     Slot i = get(u->src(1));
     bool ok = !i.invalid;
     for (const UOp *gte : u->src().subspan(2)) {
@@ -119,7 +131,7 @@ struct Machine {
       ok = ok && !c.invalid && c.w != 0;
     }
     int64_t j = asInt(i.w);
-    if (!ok || j < 0 || j >= static_cast<int64_t>(bufs[slot]->words.size())) return std::nullopt;
+    if (!ok || j < 0 || j >= static_cast<int64_t>(words.size())) return std::nullopt;
     return static_cast<size_t>(j);
   }
 
@@ -129,7 +141,15 @@ struct Machine {
     case Op::INDEX: {
       auto j = access(u);
       if (!j) return {0, true};
-      return {bufs[static_cast<size_t>(ParamArg::slotOf(u->src(0)->arg))]->words[*j], false};
+      return {wordsOf(u)[*j], false};
+    }
+    case Op::BUFFER: { // a block's shared memory: made once per block (zeros; a GPU's is undefined)
+      size_t size = 0;
+      if (u->nsrc)
+        if (auto n = constBound(u->src(0)); n && *n >= 1 && *n <= 1024) size = static_cast<size_t>(*n);
+      if (!blockBufferOf(u) || !size) error(u, "expected a block's shared BUFFER of 1..1024 elements");
+      if (!shared.count(u)) shared[u].assign(size, 0);
+      return {0, false};
     }
     case Op::LOAD: {
       Slot v = get(u->src(0));
@@ -169,22 +189,21 @@ struct Machine {
       Slot c = get(gte);
       if (c.invalid || c.w == 0) return;
     }
-    size_t slot = static_cast<size_t>(ParamArg::slotOf(ix->src(0)->arg));
-    if (slot >= bufs.size() || !bufs[slot]) error(st, "STORE to an unbound slot");
-    Array &buf = *bufs[slot];
+    std::vector<Word> &words = wordsOf(ix);
     int64_t j = asInt(i.w);
-    if (j < 0 || j >= static_cast<int64_t>(buf.words.size()))
-      error(st, "store index " + std::to_string(j) + " outside a buffer of " + std::to_string(buf.words.size()));
-    buf.words[static_cast<size_t>(j)] = v.w;
+    if (j < 0 || j >= static_cast<int64_t>(words.size()))
+      error(st, "store index " + std::to_string(j) + " outside a buffer of " + std::to_string(words.size()));
+    words[static_cast<size_t>(j)] = v.w;
   }
 
-  void run() {
+  /// Runs items [from, to).
+  void run(size_t from, size_t to) {
     struct Loop {
       size_t at;
       int64_t i, n;
     };
     std::vector<Loop> loops;
-    for (size_t pc = 0; pc < items.size(); ++pc) {
+    for (size_t pc = from; pc < to; ++pc) {
       const UOp *u = items[pc];
       switch (u->op) {
       case Op::RANGE: {
@@ -214,6 +233,7 @@ struct Machine {
         break;
       }
       case Op::ENDIF: break;
+      case Op::BARRIER: error(u, "a BARRIER inside a loop or an IF, or in a kernel not linearized for a grid");
       case Op::REDUCE: {
         Op op = u->arg->elems()[0]->op();
         auto l = lanesOf.find(u);
@@ -252,21 +272,39 @@ struct Machine {
 
 void runLinearKernel(const Graph &g, const UOp *linear, const std::vector<Array *> &bufs,
                      const std::map<std::string, int64_t> &vars, int64_t deviceNum) {
-  Machine m{g, bufs, vars, deviceNum, linearItems(linear), {}, {}, {}, {}};
+  Machine m{g, bufs, vars, deviceNum, linearItems(linear), {}, {}, {}, {}, 0, 0, {}};
   m.matchScopes();
   // a kernel linearized for a grid: every thread of its launch, last to first (as --grid-on-host)
   auto launch = linearLaunch(linear);
   if (!launch) {
-    m.run();
+    m.run(0, m.items.size());
     return;
   }
   auto [blocks, threads] = *launch;
   if (blocks < 1 || threads < 1 || blocks > (int64_t(1) << 31) / threads) fail("a kernel's launch is not a grid of 1..2^31 threads");
-  for (int64_t gid = blocks * threads; gid-- > 0;) {
-    m.gidx = static_cast<Word>(gid / threads), m.lidx = static_cast<Word>(gid % threads);
-    m.val.clear();
-    m.acc.clear();
-    m.run();
+  // the stretches between the BARRIERs at the top of the items: each runs on every thread of a block
+  // before the next begins (a GPU's threads meet at each barrier)
+  std::vector<size_t> cuts{0};
+  size_t depth = 0;
+  for (size_t i = 0; i < m.items.size(); ++i) {
+    Op op = m.items[i]->op;
+    if (op == Op::RANGE || op == Op::IF) ++depth;
+    if (op == Op::END || op == Op::ENDIF) --depth;
+    if (op == Op::BARRIER) {
+      if (depth) m.error(m.items[i], "a BARRIER inside a loop or an IF (every thread must reach it)");
+      cuts.push_back(i + 1);
+    }
+  }
+  cuts.push_back(m.items.size());
+  for (int64_t blk = blocks; blk-- > 0;) {
+    m.shared.clear();
+    for (size_t k = 0; k + 1 < cuts.size(); ++k)
+      for (int64_t l = threads; l-- > 0;) {
+        m.gidx = static_cast<Word>(blk), m.lidx = static_cast<Word>(l);
+        m.val.clear();
+        m.acc.clear();
+        m.run(cuts[k], cuts[k + 1] - (k + 2 < cuts.size() ? 1 : 0));
+      }
   }
 }
 

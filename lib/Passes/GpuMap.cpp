@@ -132,18 +132,168 @@ std::optional<int64_t> workOf(const UOp *body) {
   return *ops > INT64_MAX - *loads ? INT64_MAX : *ops + *loads;
 }
 
+// ---- blocks: a block's threads share a reduction ---------------------------------------------------
+// The lean mapping leaves a row's reduction to one thread: sp_sum_ax1_4096's 4,096 threads each read a
+// row of 4,096 floats alone, a softmax's 2,048 threads each their row three times, and a whole-tensor
+// reduction fused into its reader runs on one thread. blockMap spreads such a kernel over blocks of L
+// threads (tinygrad's GROUP and LOCAL opts): one block per element of the stores' GLOBAL ranges, and in it
+//   - each REDUCE that depends on no other range (computed once per block) split r = ro * L + rg: rg of
+//     AxisType GROUP_REDUCE, the block's threads, each reducing its part over ro (group-reduce lowers
+//     the parts into shared memory and a tree);
+//   - a store's one remaining loop j split j = jo * L + jl, jl of AxisType LOCAL: the block's threads write
+//     the row's elements, adjacent threads adjacent elements.
+// Taken when the lean mapping has at most kBlockThreadsMax threads (fewer than a large GPU runs at once: an
+// H200 holds 132 x 2,048), every store has the same GLOBAL ranges and at most that one loop, each such
+// REDUCE reads along its innermost range contiguously (a column's sum is better one thread per column,
+// whose neighbours read neighbouring elements), its size and the loop's are multiples of L, and the work
+// model says the block's work (the parts, the tree, every thread reading the total) is at most 1.5x the lean
+// mapping's: L is the largest of 256, 128, 64, 32 for which it is.
+constexpr int64_t kBlockThreadsMax = 65536;
+
+/// Whether every load of REDUCE `red`'s body that moves with its range r moves by one element per step.
+bool readsAlong(const UOp *red, const UOp *r) {
+  for (const UOp *u : toposort(red->src(0))) {
+    if (u->op != Op::INDEX || u->nsrc < 2 || u->src(0)->op != Op::PARAM) continue;
+    auto s = indexStride(u->src(1), r, true);
+    if (!s || (*s != 0 && *s != 1 && *s != -1)) return false;
+  }
+  return true;
+}
+
+/// `body` (mapped) spread over blocks of `block` threads, or nullptr where blockMap does not apply.
+const UOp *blockMap(Context &c, const UOp *body, int64_t block) {
+  auto free = freeRangesOf(body);
+  std::vector<const UOp *> globals, loops;
+  bool first = true;
+  for (const UOp *e : body->src()) {
+    const UOp *st = e->op == Op::END ? e->src(0) : e;
+    if (st->op != Op::STORE || st->src(0)->op != Op::INDEX || st->src(0)->nsrc < 2 || st->src(0)->src(0)->op != Op::PARAM)
+      return nullptr;
+    std::vector<const UOp *> g, l;
+    if (e->op == Op::END)
+      for (const UOp *r : e->src().subspan(1)) (isGlobalRange(r) ? g : l).push_back(r);
+    if (!first && g != globals) return nullptr;
+    first = false;
+    globals = g;
+    if (l.size() > 1) return nullptr;
+    if (l.size() == 1) {
+      const UOp *j = l[0];
+      auto n = constBound(j->src(0));
+      if (j->op != Op::RANGE || isBlockRange(j) || !n || *n < block || *n % block != 0 ||
+          !dependsOn(free.at(st->src(0)->src(1)), j))
+        return nullptr;
+      if (std::find(loops.begin(), loops.end(), j) == loops.end()) loops.push_back(j);
+    }
+  }
+  int64_t threads = 1;
+  for (const UOp *r : globals) threads *= static_cast<int64_t>(*constBound(r->src(0)));
+  if (threads > kBlockThreadsMax) return nullptr;
+  // the REDUCEs computed once per block
+  std::vector<const UOp *> sortedGlobals(globals);
+  std::sort(sortedGlobals.begin(), sortedGlobals.end());
+  std::vector<const UOp *> grouped;
+  for (const UOp *u : toposort(body)) {
+    if (u->op != Op::REDUCE) continue;
+    const auto &fr = free.at(u);
+    if (!std::includes(sortedGlobals.begin(), sortedGlobals.end(), fr.begin(), fr.end())) continue;
+    const UOp *r = u->src().back();
+    auto n = constBound(r->src(0));
+    Op op = u->arg->elems()[0]->op();
+    if (u->nsrc < 2 || r->op != Op::RANGE || !n || *n < block || *n % block != 0 || u->dtype == DType::Float16 || u->dtype == DType::BFloat16 ||
+        u->dtype == DType::Bool || (op != Op::ADD && op != Op::MUL && op != Op::MAX) || !readsAlong(u, r))
+      return nullptr;
+    grouped.push_back(u);
+  }
+  if (grouped.empty()) return nullptr;
+
+  int64_t next = 0;
+  for (const UOp *u : toposort(body))
+    if (u->op == Op::RANGE) next = std::max(next, rangeNumber(u) + 1);
+  auto rangeLike = [&](const UOp *r, int64_t size, AxisType type) {
+    std::vector<const Arg *> elems(r->arg->elems().begin(), r->arg->elems().end());
+    elems[0] = c.argInt(next++);
+    elems[1] = c.argAxisType(type);
+    return c.make(Op::RANGE, r->dtype, {c.constInt(r->dtype, size)}, c.argTuple(elems), r->tag);
+  };
+  auto combined = [&](const UOp *outer, const UOp *inner) {
+    DType dt = outer->dtype;
+    return c.make(Op::ADD, dt, {c.make(Op::MUL, dt, {outer, c.constInt(dt, block)}), inner});
+  };
+  auto axisOf = [](const UOp *r) { return r->arg->elems()[1]->axisType(); };
+  std::unordered_map<const UOp *, std::pair<const UOp *, const UOp *>> split; // j -> (jo, jl)
+  std::unordered_map<const UOp *, const UOp *> done;
+  for (const UOp *j : loops) {
+    if (!j->arg || j->arg->kind != ArgKind::Tuple || j->arg->count < 2) return nullptr;
+    const UOp *jo = rangeLike(j, static_cast<int64_t>(*constBound(j->src(0))) / block, axisOf(j));
+    const UOp *jl = rangeLike(j, block, AxisType::LOCAL);
+    split[j] = {jo, jl};
+    done[j] = combined(jo, jl);
+  }
+  auto get = [&](const UOp *u) {
+    auto it = done.find(u);
+    return it == done.end() ? u : it->second;
+  };
+  for (const UOp *u : toposort(body)) {
+    if (u == body || done.count(u)) continue;
+    std::vector<const UOp *> srcs;
+    bool changed = false;
+    for (const UOp *s : u->src()) {
+      srcs.push_back(get(s));
+      changed = changed || srcs.back() != s;
+    }
+    if (u->op == Op::END) { // its loops: jo and jl for a split j
+      srcs.resize(1);
+      for (const UOp *r : u->src().subspan(1)) {
+        auto it = split.find(r);
+        if (it == split.end()) srcs.push_back(r);
+        else srcs.insert(srcs.end(), {it->second.first, it->second.second});
+      }
+      changed = true;
+    }
+    if (std::find(grouped.begin(), grouped.end(), u) != grouped.end()) {
+      const UOp *r = u->src().back();
+      if (!r->arg || r->arg->kind != ArgKind::Tuple || r->arg->count < 2) return nullptr;
+      const UOp *ro = rangeLike(r, static_cast<int64_t>(*constBound(r->src(0))) / block, axisOf(r));
+      const UOp *rg = rangeLike(r, block, AxisType::GROUP_REDUCE);
+      srcs[0] = substitute(c, srcs[0], {{r, combined(ro, rg)}});
+      srcs.back() = ro;
+      srcs.push_back(rg);
+      changed = true;
+    }
+    if (changed) done[u] = c.withSrc(u, srcs);
+  }
+  std::vector<const UOp *> out;
+  for (const UOp *e : body->src()) out.push_back(get(e));
+  return c.withSrc(body, out);
+}
+
 } // namespace
 
-const UOp *gpuMapKernel(Context &c, const UOp *body, bool lean) {
+/// `mapped` spread over blocks (blockMap) with the largest block whose work is at most 1.5x its own, or
+/// `mapped` itself (also when !enabled).
+const UOp *blocks(Context &c, const UOp *mapped, bool enabled) {
+  if (!enabled) return mapped;
+  auto w = workOf(mapped);
+  if (!w) return mapped;
+  for (int64_t block : {256, 128, 64, 32}) {
+    const UOp *b = blockMap(c, mapped, block);
+    if (!b) continue;
+    auto wb = workOf(groupReduceKernel(c, b));
+    if (wb && static_cast<double>(*wb) <= 1.5 * static_cast<double>(*w)) return b;
+  }
+  return mapped;
+}
+
+const UOp *gpuMapKernel(Context &c, const UOp *body, bool lean, bool withBlocks) {
   if (body->op != Op::SINK || storesMayRace(body)) return body;
   for (const UOp *u : toposort(body))
-    if (isGlobalRange(u)) return body; // mapped already (a graph printed after this pass)
+    if (isGlobalRange(u) || isBlockRange(u)) return body; // mapped already (a graph printed after this pass)
   Mapping m = candidates(body);
-  if (!lean || m.lean.size() == m.all.size()) return mark(c, body, m.all);
+  if (!lean || m.lean.size() == m.all.size()) return blocks(c, mark(c, body, m.all), lean && withBlocks);
   const UOp *all = mark(c, body, m.all), *leanBody = mark(c, body, m.lean);
   auto wAll = workOf(all), wLean = workOf(leanBody);
-  if (wAll && wLean && static_cast<double>(*wAll) <= 1.5 * static_cast<double>(*wLean)) return all;
-  return leanBody;
+  if (wAll && wLean && static_cast<double>(*wAll) <= 1.5 * static_cast<double>(*wLean)) return blocks(c, all, withBlocks);
+  return blocks(c, leanBody, withBlocks);
 }
 
 void runGpuMap(Graph &g, const PassContext &pc) {
@@ -153,9 +303,10 @@ void runGpuMap(Graph &g, const PassContext &pc) {
     grid = o == "1";
   }
   bool lean = pc.intOption("lean", 1, 0, 1) == 1;
+  bool withBlocks = pc.intOption("blocks", 1, 0, 1) == 1;
   if (!grid) return;
   Context &c = *g.ctx;
-  rewriteKernelBodies(g, [&](const UOp *call) { return gpuMapKernel(c, call->src(0), lean); });
+  rewriteKernelBodies(g, [&](const UOp *call) { return gpuMapKernel(c, call->src(0), lean, withBlocks); });
 }
 
 } // namespace uopc

@@ -102,6 +102,11 @@ struct Linearizer {
   // GPU: the launch and its thread coordinates
   const UOp *gidx = nullptr, *lidx = nullptr, *gid = nullptr;
   int64_t launchThreads = 1;
+  int64_t gidCount = 1; ///< the values gid takes: every thread's, or (blocks) the block's
+  /// A kernel with block ranges (gpu-map's blocks): L, the threads of a block (0: none), and what every
+  /// store's GLOBAL and block ranges become (the same for every store: gidx and lidx)
+  int64_t block = 0;
+  std::unordered_map<const UOp *, const UOp *> blockSub;
 
   explicit Linearizer(Context &ctx) : c(ctx) {}
 
@@ -195,8 +200,10 @@ struct Linearizer {
   void place(const UOp *u) {
     if (u->op == Op::RANGE) failAt(u, "a RANGE used outside its loop");
     if (u->op == Op::STORE || u->op == Op::END || u->op == Op::SINK) failAt(u, "a statement used as a value");
-    if (u->op == Op::INDEX && (u->src(0)->op != Op::PARAM || isScalarParam(u->src(0))))
-      failAt(u, "INDEX of something other than a buffer PARAM");
+    if (u->op == Op::INDEX && !blockBufferOf(u->src(0)) && (u->src(0)->op != Op::PARAM || isScalarParam(u->src(0))))
+      failAt(u, "INDEX of something other than a buffer PARAM or a block's shared BUFFER");
+    if (u->op == Op::BARRIER || u->op == Op::AFTER || u->op == Op::BUFFER)
+      failAt(u, "a barrier or shared buffer used as a value (only an INDEX of it reads one)");
     if (u->op != Op::REDUCE) {
       size_t t = targetOf(u);
       stack[t]->add(u);
@@ -236,7 +243,7 @@ struct Linearizer {
     if (e->op == Op::END)
       for (const UOp *r : e->src().subspan(1)) {
         if (r->op != Op::RANGE) failAt(e, "END of a non-RANGE");
-        if (std::find(mapped.begin(), mapped.end(), r) == mapped.end()) loops.push_back(r);
+        if (std::find(mapped.begin(), mapped.end(), r) == mapped.end() && !isBlockRange(r)) loops.push_back(r);
       }
     std::vector<const UOp *> extra;
     for (const UOp *x : ops)
@@ -269,10 +276,10 @@ struct Linearizer {
       failAt(e, "expected END(STORE(INDEX(PARAM, i), value), ranges...)");
     const UOp *guard = nullptr;
     if (gpu) {
-      // the mapped ranges from gid, innermost fastest
-      std::unordered_map<const UOp *, const UOp *> sub;
+      // the mapped ranges from gid, innermost fastest (blocks: from gidx and lidx, as for every store)
+      std::unordered_map<const UOp *, const UOp *> sub = blockSub;
       const UOp *rest = gid;
-      for (size_t k = plan.mapped.size(); k-- > 0;) {
+      for (size_t k = plan.mapped.size(); k-- > 0 && !block;) {
         const UOp *r = plan.mapped[k];
         const UOp *n = c.constInt(gid->dtype, static_cast<int64_t>(*constBound(r->src(0))));
         const UOp *v = k == 0 ? rest : c.make(Op::CMOD, gid->dtype, {rest, n});
@@ -282,7 +289,7 @@ struct Linearizer {
       }
       if (!sub.empty()) st = substitute(c, st, sub);
       analyze(st);
-      if (plan.threads < launchThreads) {
+      if (plan.threads < gidCount) {
         guard = c.make(Op::CMPLT, DType::Bool, {gid, c.constInt(gid->dtype, plan.threads)});
         analyze(guard);
       }
@@ -377,9 +384,27 @@ struct Linearizer {
       threads = std::max(threads, p.threads);
       plans.push_back(std::move(p));
     }
-    int64_t local = std::min<int64_t>(threads, maxBlock);
-    int64_t global = (threads + local - 1) / local;
+    for (const UOp *u : toposort(body)) {
+      if (u->op == Op::REDUCE)
+        for (const UOp *r : u->src().subspan(1))
+          if (isBlockRange(r)) failAt(u, "a REDUCE over a block range (GROUP_REDUCE): the group-reduce pass lowers it, before linearize");
+      if (!isBlockRange(u)) continue;
+      auto n = constBound(u->src(0));
+      if (!n || *n < 1 || *n > maxBlock || (block && *n != block))
+        failAt(u, "a block range needs a constant size, at most the target's threads per block, the same for every block range of the kernel");
+      block = static_cast<int64_t>(*n);
+    }
+    if (block) {
+      if (serial) failAt(body, "block ranges in a kernel whose stores may race");
+      for (const StorePlan &p : plans)
+        if (p.mapped != plans[0].mapped)
+          failAt(body, "block ranges in a kernel whose stores are not all on the same GLOBAL ranges");
+      if (threads > INT32_MAX / block) failAt(body, "block ranges: more than 2^31 - 1 threads");
+    }
+    int64_t local = block ? block : std::min<int64_t>(threads, maxBlock);
+    int64_t global = block ? threads : (threads + local - 1) / local;
     launchThreads = global * local;
+    gidCount = block ? global : launchThreads;
     gidx = c.make(Op::SPECIAL, DType::Int64, {c.constInt(DType::Int64, global)}, c.argString("gidx0"));
     lidx = c.make(Op::SPECIAL, DType::Int64, {c.constInt(DType::Int64, local)}, c.argString("lidx0"));
     // The thread id and its division into the mapped ranges in int32 where every thread's id fits (a
@@ -393,7 +418,23 @@ struct Linearizer {
     } else {
       gid = c.make(Op::ADD, DType::Int64, {c.make(Op::MUL, DType::Int64, {gidx, c.constInt(DType::Int64, local)}), lidx});
     }
+    if (block) { // the block's GLOBAL ranges from gidx (a block per element), the block ranges from lidx
+      gid = c.make(Op::CAST, DType::Int32, {gidx});
+      const UOp *l32 = c.make(Op::CAST, DType::Int32, {lidx});
+      const std::vector<const UOp *> &mapped = plans.empty() ? std::vector<const UOp *>{} : plans[0].mapped;
+      const UOp *rest = gid;
+      for (size_t k = mapped.size(); k-- > 0;) {
+        const UOp *r = mapped[k];
+        const UOp *n = c.constInt(gid->dtype, static_cast<int64_t>(*constBound(r->src(0))));
+        const UOp *v = k == 0 ? rest : c.make(Op::CMOD, gid->dtype, {rest, n});
+        if (k) rest = c.make(Op::CDIV, gid->dtype, {rest, n});
+        blockSub[r] = r->dtype == gid->dtype ? v : c.make(Op::CAST, r->dtype, {v});
+      }
+      for (const UOp *u : toposort(body))
+        if (isBlockRange(u)) blockSub[u] = u->dtype == DType::Int32 ? l32 : c.make(Op::CAST, u->dtype, {lidx});
+    }
     analyze(gid);
+    analyze(lidx);
     return plans;
   }
 
@@ -431,16 +472,47 @@ struct Linearizer {
 
   int64_t threadMinWork = -1; ///< CPU: the least work split across threads (-1: never)
 
+  /// A kernel with blocks: its BARRIERs first, in order, each after the stores it waits for, at the top
+  /// of the thread (every thread of a block reaches each). What comes after a barrier computes again
+  /// what it needs: nothing placed before one is used after it (a target that runs a block's threads one
+  /// after the other, --grid-on-host, runs each stretch between barriers as a loop of its own).
+  void barriers(const UOp *body) {
+    std::vector<const UOp *> stores;
+    for (const UOp *e : body->src()) stores.push_back(substitute(c, e->op == Op::END ? e->src(0) : e, blockSub));
+    const UOp *all = c.make(Op::SINK, DType::Void, stores);
+    analyze(all);
+    for (const UOp *b : toposort(all)) {
+      if (b->op != Op::BARRIER) continue;
+      openScope(gidx, nullptr);
+      for (const UOp *st : b->src()) {
+        if (st->op != Op::STORE || st->src(0)->op != Op::INDEX || !blockBufferOf(st->src(0)->src(0)))
+          failAt(b, "a BARRIER after something other than a store to a block's shared BUFFER");
+        for (const UOp *x : st->src(0)->src().subspan(1)) emit(x);
+        emit(st->src(1));
+        stack.back()->add(st);
+      }
+      stack.back()->add(b);
+      closeScope();
+      stack[0]->memo.clear();
+    }
+  }
+
   const UOp *run(const UOp *body) {
     analyze(body);
+    if (!gpu)
+      for (const UOp *u : toposort(body))
+        if (isBlockRange(u) || blockBufferOf(u)) failAt(u, "a GPU block's range or shared memory in a kernel linearized into loops (linearize without grid)");
     if (!gpu && threadMinWork >= 0) body = threadLoop(body, threadMinWork);
     Block top;
     stack = {&top};
     std::vector<StorePlan> plans;
     if (gpu) {
       plans = planGrid(body);
+      for (const UOp *u : toposort(body)) // the block's shared memory, first
+        if (blockBufferOf(u) == u) top.add(u);
       emit(gidx); // the launch is in the items even where no store needs the thread id
       emit(lidx);
+      if (block) barriers(body);
     }
     shareLoops = body->nsrc > 1 && !storesMayRace(body);
     for (size_t k = 0; k < body->nsrc; ++k) statement(body->src(k), gpu ? plans[k] : StorePlan{});
@@ -461,7 +533,7 @@ const UOp *linearizeKernelCall(Context &c, const UOp *call, const PassTarget &ta
   l.maxBlock = target.gpuGrid ? std::max<int64_t>(1, target.maxThreadsPerBlock) : 256;
   std::vector<const UOp *> srcs(call->src().begin(), call->src().end());
   const UOp *body = commitWeakKernel(c, lowerIndexKernel(c, call->src(0)));
-  if (target.gpuGrid) body = gpuMapKernel(c, body);
+  if (target.gpuGrid) body = groupReduceKernel(c, gpuMapKernel(c, body));
   srcs[0] = l.run(body);
   return c.withSrc(call, srcs);
 }

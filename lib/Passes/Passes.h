@@ -14,9 +14,12 @@ const UOp *lowerIndexKernel(Context &c, const UOp *sink);
 /// commit-weak's rewrite of one kernel SINK: weak operands next to strong ones cast, weakfloat float64.
 const UOp *commitWeakKernel(Context &c, const UOp *sink);
 /// gpu-map's choice for one kernel SINK: its store ranges the GPU thread id gives, marked GLOBAL (lean: weigh
-/// the mapping without the ranges a REDUCE does not depend on; false: every candidate).
-const UOp *gpuMapKernel(Context &c, const UOp *sink, bool lean = true);
-/// One kernel CALL through lower-index, commit-weak, gpu-map (for a grid target) and linearize for `target` (a CALL whose body is not a SINK is
+/// the mapping without the ranges a REDUCE does not depend on; false: every candidate, no blocks), and
+/// (withBlocks) a reduction left to one thread spread over a block's (GROUP_REDUCE, LOCAL).
+const UOp *gpuMapKernel(Context &c, const UOp *sink, bool lean = true, bool withBlocks = true);
+/// group-reduce's rewrite of one kernel SINK: its GROUP_REDUCE reductions through a block's shared memory.
+const UOp *groupReduceKernel(Context &c, const UOp *sink);
+/// One kernel CALL through lower-index, commit-weak, gpu-map and group-reduce (for a grid target) and linearize for `target` (a CALL whose body is not a SINK is
 /// returned as it is): for tools and tests that build kernels by hand.
 const UOp *linearizeKernelCall(Context &c, const UOp *call, const PassTarget &target);
 

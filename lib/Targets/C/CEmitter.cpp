@@ -618,6 +618,7 @@ struct Emitter {
     line("}");
   }
   void statement(const UOp *u) { customStatement(u); }
+  void barrier(const UOp *u) { failAt(u, "a GPU block's BARRIER: the C target renders loops (linearize without grid)"); }
   void value(const UOp *u) { memo[u] = node(u); }
   std::set<std::string> loopNames;
   std::vector<std::string> openNames;

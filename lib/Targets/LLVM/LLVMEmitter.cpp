@@ -108,6 +108,7 @@ struct Emitter {
   std::vector<Loop *> open;
   std::vector<llvm::BasicBlock *> ifs; ///< the block after each open IF
   std::unordered_map<const UOp *, Val> memo; ///< each value's latest definition
+  std::unordered_map<const UOp *, Value *> sharedPtrs; ///< a block's shared BUFFERs
   struct Acc {
     llvm::AllocaInst *value = nullptr, *ok = nullptr; ///< [count x T] and [count x i1] with lanes
     Loop *outer = nullptr; ///< the loop the accumulator is defined in (nullptr: the function)
@@ -135,7 +136,29 @@ struct Emitter {
   // ---- the GPU mappings --------------------------------------------------------------------------------
   Mapping mapping = Mapping::Loops;
   GpuLaunch launch;
-  Value *gid = nullptr; ///< GridOnHost: i64 global thread id of the host loop
+  // GridOnHost: a loop over the blocks, in it one loop over the block's threads per stretch between barriers
+  Value *hostBlock = nullptr, *hostLane = nullptr; ///< i64 gidx0 and lidx0 of the host's loops
+  llvm::AllocaInst *laneAddr = nullptr;
+  llvm::BasicBlock *laneCond = nullptr, *laneExit = nullptr;
+  /// Opens the loop over a block's threads, last to first, at the insertion point.
+  void beginLanes() {
+    if (!laneAddr) laneAddr = makeAlloca(b.getInt64Ty(), "lidx.addr");
+    b.CreateStore(i64(static_cast<uint64_t>(launch.local[0])), laneAddr);
+    laneCond = llvm::BasicBlock::Create(lc, "lidx.cond", fn);
+    auto *body = llvm::BasicBlock::Create(lc, "lidx.body", fn);
+    laneExit = llvm::BasicBlock::Create(lc, "lidx.end", fn);
+    b.CreateBr(laneCond);
+    b.SetInsertPoint(laneCond);
+    b.CreateCondBr(b.CreateICmpNE(b.CreateLoad(b.getInt64Ty(), laneAddr), i64(0)), body, laneExit);
+    b.SetInsertPoint(body);
+    hostLane = b.CreateSub(b.CreateLoad(b.getInt64Ty(), laneAddr), i64(1), "lidx");
+    memo.clear(); // (linearize computes again after a barrier what it needs)
+  }
+  void endLanes() {
+    b.CreateStore(hostLane, laneAddr);
+    b.CreateBr(laneCond);
+    b.SetInsertPoint(laneExit);
+  }
   Value *threadLo = nullptr, *threadHi = nullptr; ///< a kernel split across CPU threads: its [lo, hi)
   std::vector<std::string> libdeviceUsers; ///< ops that call libdevice (PTX)
 
@@ -488,8 +511,48 @@ struct Emitter {
     for (const UOp *g : u->src().subspan(2)) ok = andOk(ok, val(g).v);
     return ok;
   }
-  Value *elemPtr(int64_t slot, DType dt, Value *iv64) {
-    return b.CreateInBoundsGEP(storageType(dt), bufArgs.at(slot), iv64);
+  /// The address of element iv64 of the buffer INDEX u reads or writes: a kernel argument, or a block's
+  /// shared BUFFER (its item made it: a pointer in memo).
+  Value *elemPtr(const UOp *u, DType dt, Value *iv64) {
+    const UOp *p = u->src(0);
+    Value *base = nullptr;
+    if (const UOp *shared = blockBufferOf(p)) {
+      auto it = sharedPtrs.find(shared);
+      if (it == sharedPtrs.end()) failAt(u, "a block's shared BUFFER used before its item");
+      base = it->second;
+    } else {
+      if (p->op != Op::PARAM || isScalarParamNode(p)) failAt(u, "INDEX into something other than a buffer PARAM or a block's shared BUFFER");
+      base = bufArgs.at(ParamArg::slotOf(p->arg));
+    }
+    return b.CreateInBoundsGEP(storageType(dt), base, iv64);
+  }
+  /// A block's shared BUFFER item: L elements in the block's shared memory (PTX), or one array for the
+  /// host's blocks, which run one after the other.
+  Val sharedBuffer(const UOp *u) {
+    uint64_t size = 0;
+    if (u->nsrc)
+      if (auto n = constBound(u->src(0)); n && *n >= 1 && *n <= 1024) size = static_cast<uint64_t>(*n);
+    if (!gpu() || !size) failAt(u, "a block's shared BUFFER needs a GPU grid and a constant size of 1..1024");
+    auto *T = llvm::ArrayType::get(storageType(u->dtype), size);
+    std::string name = "shared" + std::to_string(ParamArg::slotOf(u->arg));
+    if (mapping == Mapping::PTX) {
+      auto *gv = new llvm::GlobalVariable(mod, T, false, llvm::GlobalValue::InternalLinkage, llvm::UndefValue::get(T), name,
+                                          nullptr, llvm::GlobalValue::NotThreadLocal, 3);
+      gv->setAlignment(llvm::Align(16));
+      return {sharedPtrs[u] = gv, nullptr};
+    }
+    return {sharedPtrs[u] = makeAlloca(T, name), nullptr};
+  }
+  /// BARRIER: every thread of the block has done what comes before it. On the host, where a block's
+  /// threads run one after the other, the loop over them ends and a new one begins.
+  void barrier(const UOp *u) {
+    if (mapping == Mapping::PTX) {
+      b.CreateCall(llvm::Intrinsic::getDeclaration(&mod, llvm::Intrinsic::nvvm_barrier0));
+      return;
+    }
+    if (!gpu() || !open.empty() || !ifs.empty()) failAt(u, "a BARRIER outside a GPU grid's top level (in a loop or an IF)");
+    endLanes();
+    beginLanes();
   }
   Value *loadElem(DType dt, Value *ptr) {
     Value *v = b.CreateLoad(storageType(dt), ptr);
@@ -499,15 +562,12 @@ struct Emitter {
     return v;
   }
   Val load(const UOp *u) {
-    const UOp *p = u->src(0);
-    if (p->op != Op::PARAM || isScalarParamNode(p)) failAt(u, "INDEX into something other than a buffer PARAM");
-    int64_t slot = ParamArg::decode(p->arg).slot;
     Val i = val(u->src(1));
     Value *ok = access(u, i);
     if (auto *c = llvm::dyn_cast_or_null<llvm::ConstantInt>(ok); c && c->isZero()) return {zeroOf(u->dtype), b.getFalse()};
     if (auto *c = llvm::dyn_cast_or_null<llvm::ConstantInt>(ok); c && c->isOne()) ok = nullptr;
     Value *iv = ext64(i.v, u->src(1)->dtype);
-    if (!ok) return {loadElem(u->dtype, elemPtr(slot, u->dtype, iv)), nullptr};
+    if (!ok) return {loadElem(u->dtype, elemPtr(u, u->dtype, iv)), nullptr};
     if (mapping != Mapping::PTX) {
       // gated, on a CPU: load only where the gate holds (a branch the loop vectorizer turns into a masked
       // load of consecutive elements; a select of the index would make it a gather)
@@ -515,7 +575,7 @@ struct Emitter {
       auto *yes = llvm::BasicBlock::Create(lc, "ld", fn), *join = llvm::BasicBlock::Create(lc, "ld.join", fn);
       b.CreateCondBr(ok, yes, join);
       b.SetInsertPoint(yes);
-      Value *v = loadElem(u->dtype, elemPtr(slot, u->dtype, iv));
+      Value *v = loadElem(u->dtype, elemPtr(u, u->dtype, iv));
       llvm::BasicBlock *loaded = b.GetInsertBlock();
       b.CreateBr(join);
       b.SetInsertPoint(join);
@@ -526,7 +586,7 @@ struct Emitter {
     }
     // gated (PTX): read element 0 (every buffer has one) where the gate does not hold, then replace the value
     Value *safe = b.CreateSelect(ok, iv, i64(0));
-    Value *v = loadElem(u->dtype, elemPtr(slot, u->dtype, safe));
+    Value *v = loadElem(u->dtype, elemPtr(u, u->dtype, safe));
     return {b.CreateSelect(ok, v, zeroOf(u->dtype)), ok};
   }
 
@@ -677,14 +737,14 @@ struct Emitter {
       auto id = block ? llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x : llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x;
       return {b.CreateZExt(b.CreateCall(llvm::Intrinsic::getDeclaration(&mod, id)), b.getInt64Ty()), nullptr};
     }
-    Value *local = i64(static_cast<uint64_t>(launch.local[0]));
-    return {block ? b.CreateUDiv(gid, local) : b.CreateURem(gid, local), nullptr};
+    return {block ? hostBlock : hostLane, nullptr};
   }
 
   /// A value item: u computed from the values of its sources.
   Val node(const UOp *u) {
     switch (u->op) {
     case Op::SPECIAL: return special(u);
+    case Op::BUFFER: return sharedBuffer(u);
     case Op::INDEX: return load(u);
     case Op::LOAD: {
       Val v = val(u->src(0));
@@ -783,8 +843,8 @@ struct Emitter {
 
   /// STORE(INDEX(buf, i, gates...), v): the write, where it is valid.
   void store(const UOp *st) {
-    const UOp *ix = st->src(0), *p = ix->src(0);
-    if (ix->op != Op::INDEX || p->op != Op::PARAM) failAt(st, "expected STORE(INDEX(PARAM, i), value)");
+    const UOp *ix = st->src(0);
+    if (ix->op != Op::INDEX) failAt(st, "expected STORE(INDEX(buffer, i), value)");
     Val i = val(ix->src(1));
     Val v = val(st->src(1));
     if (st->src(1)->dtype != ix->dtype) failAt(st, "stored value's dtype differs from the buffer's");
@@ -793,18 +853,17 @@ struct Emitter {
     if (ix->dtype == DType::Float16) value = f16Bits(b.CreateFPExt(value, b.getDoubleTy()));
     else if (ix->dtype == DType::BFloat16) value = bf16Bits(value);
     else if (ix->dtype == DType::Bool) value = b.CreateZExt(value, b.getInt8Ty());
-    int64_t slot = ParamArg::decode(p->arg).slot;
     Value *iv = ext64(i.v, ix->src(1)->dtype);
     auto *c = llvm::dyn_cast_or_null<llvm::ConstantInt>(ok);
     if (c && c->isZero()) return; // every lane is Invalid: nothing stored
     if (!ok || (c && c->isOne())) {
-      b.CreateStore(value, elemPtr(slot, ix->dtype, iv));
+      b.CreateStore(value, elemPtr(ix, ix->dtype, iv));
       return;
     }
     auto *doStore = llvm::BasicBlock::Create(lc, "store", fn), *cont = llvm::BasicBlock::Create(lc, "store.end", fn);
     b.CreateCondBr(ok, doStore, cont);
     b.SetInsertPoint(doStore);
-    b.CreateStore(value, elemPtr(slot, ix->dtype, iv));
+    b.CreateStore(value, elemPtr(ix, ix->dtype, iv));
     b.CreateBr(cont);
     b.SetInsertPoint(cont);
   }
@@ -907,7 +966,6 @@ EmittedLLVMKernel emitKernel(Context &ctx, const UOp *call, int64_t deviceNum, s
   // GridOnHost: the kernel body inside a loop over every thread of the launch
   llvm::AllocaInst *gidAddr = nullptr;
   llvm::BasicBlock *gidCond = nullptr, *gidExit = nullptr;
-  const int64_t launchThreads = em.launch.global[0] * em.launch.local[0];
   if (ptx) {
     llvm::NamedMDNode *md = mod->getOrInsertNamedMetadata("nvvm.annotations");
     auto annotate = [&](const char *key, int v) {
@@ -917,24 +975,27 @@ EmittedLLVMKernel emitKernel(Context &ctx, const UOp *call, int64_t deviceNum, s
     annotate("kernel", 1);
     annotate("maxntidx", static_cast<int>(em.launch.local[0]));
   } else if (em.gpu()) {
-    // The threads run last to first, the opposite of the CPU loops: a kernel in which a thread reads what a
-    // later-numbered thread writes gives a different result here (on a GPU it would be a race). Races the
-    // other way round need linearize's static check; a run on the host cannot show them.
-    gidAddr = em.b.CreateAlloca(em.b.getInt64Ty(), nullptr, "gid.addr");
-    em.b.CreateStore(em.i64(static_cast<uint64_t>(launchThreads)), gidAddr);
-    gidCond = llvm::BasicBlock::Create(lc, "gid.cond", em.fn);
-    auto *gidBody = llvm::BasicBlock::Create(lc, "gid.body", em.fn);
-    gidExit = llvm::BasicBlock::Create(lc, "gid.end", em.fn);
+    // The blocks, and the threads in each, run last to first, the opposite of the CPU loops: a kernel in
+    // which a thread reads what a later-numbered thread writes gives a different result here (on a GPU it
+    // would be a race). Races the other way round need linearize's static check; a run on the host cannot
+    // show them. Each stretch of items between barriers is a loop over the block's threads of its own.
+    gidAddr = em.b.CreateAlloca(em.b.getInt64Ty(), nullptr, "gidx.addr");
+    em.b.CreateStore(em.i64(static_cast<uint64_t>(em.launch.global[0])), gidAddr);
+    gidCond = llvm::BasicBlock::Create(lc, "gidx.cond", em.fn);
+    auto *gidBody = llvm::BasicBlock::Create(lc, "gidx.body", em.fn);
+    gidExit = llvm::BasicBlock::Create(lc, "gidx.end", em.fn);
     em.b.CreateBr(gidCond);
     em.b.SetInsertPoint(gidCond);
     em.b.CreateCondBr(em.b.CreateICmpNE(em.b.CreateLoad(em.b.getInt64Ty(), gidAddr), em.i64(0)), gidBody, gidExit);
     em.b.SetInsertPoint(gidBody);
-    em.gid = em.b.CreateSub(em.b.CreateLoad(em.b.getInt64Ty(), gidAddr), em.i64(1), "gid");
+    em.hostBlock = em.b.CreateSub(em.b.CreateLoad(em.b.getInt64Ty(), gidAddr), em.i64(1), "gidx");
+    em.beginLanes();
   }
   renderItems(linearItems(linear), em);
   if (!em.open.empty() || !em.ifs.empty()) fail("LLVM target: the LINEAR items leave a loop or an IF open");
   if (gidAddr) {
-    em.b.CreateStore(em.gid, gidAddr);
+    em.endLanes();
+    em.b.CreateStore(em.hostBlock, gidAddr);
     em.b.CreateBr(gidCond);
     em.b.SetInsertPoint(gidExit);
   }
