@@ -532,7 +532,7 @@ const UOp *linearizeKernelCall(Context &c, const UOp *call, const PassTarget &ta
   l.gpu = target.gpuGrid;
   l.maxBlock = target.gpuGrid ? std::max<int64_t>(1, target.maxThreadsPerBlock) : 256;
   std::vector<const UOp *> srcs(call->src().begin(), call->src().end());
-  const UOp *body = commitWeakKernel(c, lowerIndexKernel(c, call->src(0)));
+  const UOp *body = decomposeKernel(c, commitWeakKernel(c, lowerIndexKernel(c, call->src(0))), target.lacks);
   if (target.gpuGrid) body = groupReduceKernel(c, gpuMapKernel(c, body));
   srcs[0] = l.run(body);
   return c.withSrc(call, srcs);

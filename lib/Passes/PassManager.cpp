@@ -143,6 +143,7 @@ PassTarget PassTarget::forTarget(std::string_view name, bool gridOnHost) {
     t.vectorBytes = 4;
   }
   if (name == "llvm" && !gridOnHost) t.tileUnroll = 2;
+  if (name == "llvm" || name == "ptx") t.lacks = {Op::THREEFRY};
   unsigned hw = std::thread::hardware_concurrency();
   t.hostThreads = hw ? static_cast<int>(hw) : 1;
 #ifdef _SC_LEVEL1_DCACHE_SIZE

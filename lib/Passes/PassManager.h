@@ -34,6 +34,9 @@ struct PassTarget {
   /// 2 for llvm, whose register allocation of an 8x16 tile spills less with two iterations to schedule
   /// (sp_mm_512 5.9 -> 3.0 ms here), 1 for C, where gcc's code was as often slower (sp_bmm_16x256).
   int tileUnroll = 1;
+  /// The ops the target's renderer does not spell: the decompose pass writes them with ops it has
+  /// (THREEFRY on llvm and ptx; the C target has a helper for it).
+  std::vector<Op> lacks;
   /// The target for `--target NAME` (with --grid-on-host for llvm); cache sizes from this machine.
   static PassTarget forTarget(std::string_view name, bool gridOnHost = false);
 };

@@ -17,9 +17,12 @@ const UOp *commitWeakKernel(Context &c, const UOp *sink);
 /// the mapping without the ranges a REDUCE does not depend on; false: every candidate, no blocks), and
 /// (withBlocks) a reduction left to one thread spread over a block's (GROUP_REDUCE, LOCAL).
 const UOp *gpuMapKernel(Context &c, const UOp *sink, bool lean = true, bool withBlocks = true);
+/// decompose's rewrite of one kernel SINK: every node of an op in `ops` written with other ops (throws Error
+/// for an op it has no decomposition of).
+const UOp *decomposeKernel(Context &c, const UOp *sink, const std::vector<Op> &ops);
 /// group-reduce's rewrite of one kernel SINK: its GROUP_REDUCE reductions through a block's shared memory.
 const UOp *groupReduceKernel(Context &c, const UOp *sink);
-/// One kernel CALL through lower-index, commit-weak, gpu-map and group-reduce (for a grid target) and linearize for `target` (a CALL whose body is not a SINK is
+/// One kernel CALL through lower-index, commit-weak, decompose, gpu-map and group-reduce (for a grid target) and linearize for `target` (a CALL whose body is not a SINK is
 /// returned as it is): for tools and tests that build kernels by hand.
 const UOp *linearizeKernelCall(Context &c, const UOp *call, const PassTarget &target);
 

@@ -176,6 +176,7 @@ struct Emitter {
           failAt(u, "expected SPECIAL gidx0 or lidx0 of a constant size");
       }
       if (u->op == Op::CUSTOM || u->op == Op::CUSTOMI) failAt(u, "CUSTOM ops carry C source: only the C target renders them (with --allow-custom)");
+      if (u->op == Op::THREEFRY) failAt(u, "THREEFRY: the LLVM targets lack it (PassTarget::lacks); the decompose pass writes it with 32-bit ops");
     }
   }
 
@@ -404,34 +405,6 @@ struct Emitter {
     h.CreateRet(r);
     return f;
   }
-  /// uint64 uopc_threefry(uint64 x, uint64 key): tinygrad's threefry2x32, unrolled.
-  llvm::Function *threefryFn() {
-    if (llvm::Function *f = mod.getFunction("uopc_threefry")) return f;
-    auto *ty = llvm::FunctionType::get(b.getInt64Ty(), {b.getInt64Ty(), b.getInt64Ty()}, false);
-    auto *f = llvm::Function::Create(ty, llvm::Function::InternalLinkage, "uopc_threefry", mod);
-    f->addFnAttr(llvm::Attribute::NoUnwind);
-    llvm::IRBuilder<> h(llvm::BasicBlock::Create(lc, "entry", f));
-    Value *x = f->getArg(0), *key = f->getArg(1);
-    auto u32 = [&](Value *v) { return h.CreateTrunc(v, h.getInt32Ty()); };
-    Value *key0 = u32(key), *key1 = u32(h.CreateLShr(key, 32));
-    Value *ks[3] = {key1, h.CreateXor(h.CreateXor(key0, key1), h.getInt32(0x1BD11BDAu)), key0};
-    Value *x0 = h.CreateAdd(u32(x), ks[2]), *x1 = h.CreateAdd(u32(h.CreateLShr(x, 32)), ks[0]);
-    static const int rot[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
-    for (uint32_t i = 0; i < 5; ++i) {
-      for (int j = 0; j < 4; ++j) {
-        Value *sum = h.CreateAdd(x0, x1);
-        int r = rot[i % 2][j];
-        Value *rotl = h.CreateOr(h.CreateShl(x1, r), h.CreateLShr(x1, 32 - r));
-        x1 = h.CreateXor(sum, rotl);
-        x0 = sum;
-      }
-      x0 = h.CreateAdd(x0, ks[i % 3]);
-      x1 = h.CreateAdd(h.CreateAdd(x1, ks[(i + 1) % 3]), h.getInt32(i + 1));
-    }
-    h.CreateRet(h.CreateOr(h.CreateShl(h.CreateZExt(x1, h.getInt64Ty()), 32), h.CreateZExt(x0, h.getInt64Ty())));
-    return f;
-  }
-
   // ---- loops ---------------------------------------------------------------------------------------------
   llvm::AllocaInst *makeAlloca(llvm::Type *T, const std::string &name) {
     llvm::IRBuilder<> a(entry, entry->begin());
