@@ -8,24 +8,13 @@
 usage: block-cases.py rowsum|center|total|colsum|rowsum100 OUT.json | data N OUT.bin"""
 import json, os, struct, sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "Inputs"))
-from uopgraph import Graph  # noqa: E402
+from uopgraph import TensorGraph  # noqa: E402
 
 
-class G(Graph):
-    def int(self, v): return self.add("CONST", "weakint", arg=v)
-    def shape(self, *dims): return self.add("STACK", "weakint", [self.int(d) for d in dims])
-    def param(self, slot, numel): return super().param(slot, self.int(numel))
-    def reshape(self, x, *dims): return self.add("RESHAPE", "float32", [x, self.shape(*dims)])
-    def permute(self, x, *p): return self.add("PERMUTE", "float32", [x], list(p))
-    def reduce(self, op, x, axis): return self.add("REDUCE", "float32", [x], [{"$": "Ops", "v": op}, axis])
-
-    def doc(self, out, value):
-        st = self.add("STORE", "void", [out, value])
-        return self.document(self.add("SINK", "void", [self.add("AFTER", "float32", [out, st])]))
 
 
 def build(kind):
-    g = G()
+    g = TensorGraph()
     if kind in ("rowsum", "rowsum100"):
         rows, cols = 64, 4096 if kind == "rowsum" else 100
         out = g.reshape(g.param(0, rows), rows, 1)

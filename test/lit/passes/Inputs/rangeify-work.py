@@ -13,15 +13,10 @@ elementwise op broadcasts a size-1 axis; no EXPAND node), as in the corpus:
 usage: rangeify-work.py mm2|expmm|cheap|rowsum|mm16|mm1k|tinysum|colsum|colsum8 OUT.json"""
 import json, os, sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "Inputs"))
-from uopgraph import Graph  # noqa: E402
+from uopgraph import TensorGraph  # noqa: E402
 
 
-class G(Graph):
-    def int(self, v): return self.add("CONST", "weakint", arg=v)
-    def shape(self, *dims): return self.add("STACK", "weakint", [self.int(d) for d in dims])
-    def param(self, slot, numel): return super().param(slot, self.int(numel))
-    def reshape(self, x, *dims): return self.add("RESHAPE", "float32", [x, self.shape(*dims)])
-    def permute(self, x, *p): return self.add("PERMUTE", "float32", [x], list(p))
+class G(TensorGraph):
     def matmul(self, a, b, m, k, n):
         """a (m,k) @ b (k,n): (m,1,k) * (1,n,k) broadcast, then the sum over k."""
         a3 = self.reshape(a, m, 1, k)
@@ -29,10 +24,6 @@ class G(Graph):
         prod = self.add("MUL", "float32", [a3, b3])
         red = self.add("REDUCE", "float32", [self.permute(prod, 2, 0, 1)], [{"$": "Ops", "v": "ADD"}, 1])
         return self.reshape(red, m, n)
-
-    def doc(self, out, value):
-        st = self.add("STORE", "void", [out, value])
-        return self.document(self.add("SINK", "void", [self.add("AFTER", "float32", [out, st])]))
 
 
 def build(kind):
