@@ -11,8 +11,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from uopgraph import TensorGraph  # noqa: E402
 
 
-
-
 def build(kind):
     g = TensorGraph()
     if kind in ("rowsum", "rowsum100"):
