@@ -144,10 +144,10 @@ std::optional<int64_t> workOf(const UOp *body) {
 //     the row's elements, adjacent threads adjacent elements.
 // Taken when the lean mapping has at most kBlockThreadsMax threads (fewer than a large GPU runs at once: an
 // H200 holds 132 x 2,048), every store has the same GLOBAL ranges and at most that one loop, each such
-// REDUCE reads along its innermost range contiguously (a column's sum is better one thread per column,
-// whose neighbours read neighbouring elements), its size and the loop's are multiples of L, and the work
-// model says the block's work (the parts, the tree, every thread reading the total) is at most 1.5x the lean
-// mapping's: L is the largest of 256, 128, 64, 32 for which it is.
+// REDUCE (an ADD, MUL or MAX, not of bool) reads along its innermost range contiguously (a column's sum is
+// better one thread per column, whose neighbours read neighbouring elements), its size and the loop's are
+// multiples of L, and the work model says the block's work (the parts, the tree, every thread reading the
+// total) is at most 1.5x the lean mapping's: L is the largest of 256, 128, 64, 32 for which it is.
 constexpr int64_t kBlockThreadsMax = 65536;
 
 /// Whether every load of REDUCE `red`'s body that moves with its range r moves by one element per step.
@@ -199,7 +199,7 @@ const UOp *blockMap(Context &c, const UOp *body, int64_t block) {
     const UOp *r = u->src().back();
     auto n = constBound(r->src(0));
     Op op = u->arg->elems()[0]->op();
-    if (u->nsrc < 2 || r->op != Op::RANGE || !n || *n < block || *n % block != 0 || u->dtype == DType::Float16 || u->dtype == DType::BFloat16 ||
+    if (u->nsrc < 2 || r->op != Op::RANGE || !n || *n < block || *n % block != 0 ||
         u->dtype == DType::Bool || (op != Op::ADD && op != Op::MUL && op != Op::MAX) || !readsAlong(u, r))
       return nullptr;
     grouped.push_back(u);

@@ -20,6 +20,7 @@
 // never inside a loop or a guard (every thread reaches every barrier), and computes again after a barrier
 // what is needed after it (nothing but shared memory carries a value across one).
 //
+// A float16 or bfloat16 reduction keeps its parts and tree in float32 and rounds the total once.
 // The sum's order differs from a loop's (partials, then a tree): floating-point results may differ in the
 // last bits from a CPU target's, as they do from tinygrad's GPU kernels.
 // Runs after gpu-map, before linearize; a kernel without GROUP_REDUCE ranges is left as it is.
@@ -63,9 +64,13 @@ struct Lowering {
     }
     Op op = u->arg->elems()[0]->op();
     if (op != Op::ADD && op != Op::MUL && op != Op::MAX) failAt(u, "a grouped reduction of op " + std::string(opName(op)));
-    DType dt = u->dtype;
-    if (dt == DType::Bool || (dt == DType::Float16 || dt == DType::BFloat16)) failAt(u, "a grouped reduction of " + std::string(dtypeName(dt)) + " (its partials would be rounded)");
-    const UOp *part = partSrcs.size() == 1 ? srcs[0] : c.make(Op::REDUCE, dt, partSrcs, u->arg, u->tag);
+    if (u->dtype == DType::Bool) failAt(u, "a grouped reduction of bool");
+    // float16 and bfloat16: the parts and the tree in float32, the total rounded once (as a loop's
+    // accumulator, which the targets keep in float32 and round when it is read)
+    const bool half = u->dtype == DType::Float16 || u->dtype == DType::BFloat16;
+    const DType dt = half ? DType::Float32 : u->dtype;
+    if (half) partSrcs[0] = c.make(Op::CAST, dt, {srcs[0]});
+    const UOp *part = partSrcs.size() == 1 ? partSrcs[0] : c.make(Op::REDUCE, dt, partSrcs, u->arg, u->tag);
 
     ParamArg pa;
     pa.slot = nextSlot++;
@@ -84,7 +89,8 @@ struct Lowering {
       const UOp *v = c.make(op, dt, {mine, other});
       state = after(c.make(Op::STORE, DType::Void, {c.make(Op::INDEX, dt, {state, rg, gate}), v}));
     }
-    return c.make(Op::INDEX, dt, {state, c.constInt(it, 0)});
+    const UOp *total = c.make(Op::INDEX, dt, {state, c.constInt(it, 0)});
+    return half ? c.make(Op::CAST, u->dtype, {total}) : total;
   }
 };
 

@@ -27,16 +27,20 @@ class Graph:
 
 
 class TensorGraph(Graph):
-    """Float32 tensors by shape, with tinygrad's movement ops and reductions (implicit broadcasting: an
-    elementwise op broadcasts a size-1 axis; no EXPAND node), stored by doc()."""
+    """Tensors of dtype `dt` (float32 unless given) by shape, with tinygrad's movement ops and reductions
+    (implicit broadcasting: an elementwise op broadcasts a size-1 axis; no EXPAND node), stored by doc()."""
+    def __init__(self, dt="float32"):
+        super().__init__()
+        self.dt = dt
+
     def int(self, v): return self.add("CONST", "weakint", arg=v)
     def shape(self, *dims): return self.add("STACK", "weakint", [self.int(d) for d in dims])
-    def param(self, slot, numel, dtype="float32"): return super().param(slot, self.int(numel), dtype)
-    def reshape(self, x, *dims): return self.add("RESHAPE", "float32", [x, self.shape(*dims)])
-    def permute(self, x, *p): return self.add("PERMUTE", "float32", [x], list(p))
-    def reduce(self, op, x, axis): return self.add("REDUCE", "float32", [x], [{"$": "Ops", "v": op}, axis])
+    def param(self, slot, numel, dtype=None): return super().param(slot, self.int(numel), dtype or self.dt)
+    def reshape(self, x, *dims): return self.add("RESHAPE", self.dt, [x, self.shape(*dims)])
+    def permute(self, x, *p): return self.add("PERMUTE", self.dt, [x], list(p))
+    def reduce(self, op, x, axis): return self.add("REDUCE", self.dt, [x], [{"$": "Ops", "v": op}, axis])
 
     def doc(self, out, value):
         """The document storing `value` into buffer `out`."""
         st = self.add("STORE", "void", [out, value])
-        return self.document(self.add("SINK", "void", [self.add("AFTER", "float32", [out, st])]))
+        return self.document(self.add("SINK", "void", [self.add("AFTER", self.dt, [out, st])]))
