@@ -1,6 +1,7 @@
 //===- fuzz_pipeline - libFuzzer target: reader + the default pipeline + C emission ===//
 // A graph that reads and passes the whole pipeline must schedule and render as C for every kernel step;
-// every failure on the way must be a uopc::Error.
+// every failure on the way must be a uopc::Error. The same graph also goes through the pipeline for the PTX
+// target (gpu-map's threads and blocks, group-reduce, decompose, linearize for a grid), not rendered.
 #include "IR/Error.h"
 #include "IR/GraphIO.h"
 #include "Passes/PassManager.h"
@@ -30,6 +31,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (const uopc::SchedStep &st : s.steps)
       if (st.kind == uopc::SchedStep::Kind::Kernel)
         (void)uopc::emitCKernel(*g.ctx, st.call, st.deviceNum, "k", uopc::CEmitOptions{});
+  } catch (const uopc::Error &) {
+  }
+  static const uopc::PassTarget ptx = uopc::PassTarget::forTarget("ptx");
+  try {
+    uopc::Graph g = uopc::readGraph(bytes, "<fuzz>", limits);
+    std::ostringstream out, err;
+    uopc::runPipeline(g, pipeline, uopc::PassManagerOptions{}, out, err, ptx);
   } catch (const uopc::Error &) {
   }
   return 0;
