@@ -2,8 +2,9 @@
 // What the targets do with a LINEAR kernel (lib/Passes/Linearize.cpp), on the interpreter's words:
 // the items in order, RANGE/END as loops, IF/ENDIF as branches, REDUCE/STORE(REDUCE, x) as an
 // accumulator, every value its latest definition, Invalid tracked beside each value as the renderers
-// track validity. A kernel linearized for a GPU grid runs once per thread of its launch. So the
-// interpreter checks the linear order itself, not only the SINK it came from.
+// track validity. A kernel linearized for a GPU grid runs once per thread of its launch: block by block,
+// each stretch of items between BARRIERs on every thread of the block before the next, with the block's
+// shared BUFFERs. So the interpreter checks the linear order itself, not only the SINK it came from.
 #pragma once
 
 #include "IR/Graph.h"

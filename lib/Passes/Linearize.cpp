@@ -14,6 +14,9 @@
 //   STORE(u, x)        with u a REDUCE: acc(u) = acc(u) <op> x (invalid x poisons the result); with
 //                      lanes, the accumulator of the lanes' current values
 //   STORE(INDEX(buf, i, gates...), v)  writes v where i, the gates and v are valid
+//   BUFFER (addrspace LOCAL)  a GPU block's shared memory (group-reduce's), at the top of the items
+//   BARRIER            every thread of the block has done the items before it (at the top of the thread,
+//                      after the stores to shared memory it waits for; GPU grids only)
 //   CUSTOM of dtype void  a statement (C only)
 //   any other node     its value, computed here from items before it (a REDUCE's value is its
 //                      accumulator once its loops have closed)
@@ -38,7 +41,9 @@
 // gid / stride % size, gid = gidx0 * local + lidx0; its other ranges stay loops inside the thread. A store
 // that needs fewer threads than the launch runs under IF(gid < its threads). A kernel with no GLOBAL
 // range runs on one thread. The launch is recorded in the IR: gidx0's size is the number of blocks, lidx0's
-// the threads per block.
+// the threads per block. A kernel with block ranges (gpu-map's LOCAL and GROUP_REDUCE, one size L) runs one
+// block of L threads per element of its GLOBAL ranges: those come from gidx0, the block ranges from lidx0;
+// its barriers are placed first (see barriers()).
 // Precondition: codegen (and lower-index) ran. Copies and the top-level graph are left as they are.
 #include "IR/Error.h"
 #include "IR/Kernel.h"
