@@ -37,6 +37,18 @@ const UOp *blockBufferOf(const UOp *u) {
   }
 }
 
+const UOp *rangeLike(Context &c, const UOp *r, int64_t size, int64_t number, std::optional<AxisType> type) {
+  std::vector<const Arg *> elems(r->arg->elems().begin(), r->arg->elems().end());
+  elems[0] = c.argInt(number);
+  if (type) elems[1] = c.argAxisType(*type);
+  return c.make(Op::RANGE, r->dtype, {c.constInt(r->dtype, size)}, c.argTuple(elems), r->tag);
+}
+
+const UOp *combinedIndex(Context &c, const UOp *outer, int64_t amount, const UOp *inner) {
+  DType dt = outer->dtype;
+  return c.make(Op::ADD, dt, {c.make(Op::MUL, dt, {outer, c.constInt(dt, amount)}), inner});
+}
+
 const UOp *withAxisType(Context &c, const UOp *r, AxisType type) {
   if (r->op != Op::RANGE || !r->arg || r->arg->kind != ArgKind::Tuple || r->arg->count < 2) return r;
   std::vector<const Arg *> elems(r->arg->elems().begin(), r->arg->elems().end());

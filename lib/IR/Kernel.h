@@ -91,6 +91,10 @@ const UOp *blockBufferOf(const UOp *u);
 
 /// RANGE r with AxisType `type` (its other fields kept); r itself for a RANGE whose arg is no such tuple.
 const UOp *withAxisType(Context &c, const UOp *r, AxisType type);
+/// A RANGE like r (its arg a tuple) of `size` iterations, range number `number`, AxisType `type` (r's when none).
+const UOp *rangeLike(Context &c, const UOp *r, int64_t size, int64_t number, std::optional<AxisType> type);
+/// outer * amount + inner: a loop's counter from the two loops it was cut into.
+const UOp *combinedIndex(Context &c, const UOp *outer, int64_t amount, const UOp *inner);
 
 /// True when some store of kernel SINK `body` could read what another iteration of the stores' loops (or
 /// another GPU thread) writes: an INDEX of a buffer the kernel stores to, other than the store's own

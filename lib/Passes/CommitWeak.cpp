@@ -30,15 +30,8 @@ bool isWeak(DType d) { return d == DType::WeakInt || d == DType::WeakFloat; }
 } // namespace
 
 const UOp *commitWeakKernel(Context &c, const UOp *body) {
-  std::unordered_map<const UOp *, const UOp *> now;
-  auto mapped = [&](const UOp *s) {
-    auto it = now.find(s);
-    return it == now.end() ? s : it->second;
-  };
-  for (const UOp *u : toposort(body)) {
-    std::vector<const UOp *> srcs;
-    srcs.reserve(u->nsrc);
-    for (const UOp *s : u->src()) srcs.push_back(mapped(s));
+  return rebuildBottomUp(c, body, [&](const UOp *u, std::span<const UOp *const> rebuilt) -> const UOp * {
+    std::vector<const UOp *> srcs(rebuilt.begin(), rebuilt.end());
     if (isElementwise(u->op) && u->op != Op::CAST && u->op != Op::BITCAST) {
       size_t first = u->op == Op::WHERE ? 1 : 0;
       DType strong = DType::Void;
@@ -50,10 +43,8 @@ const UOp *commitWeakKernel(Context &c, const UOp *body) {
           if (isWeak(u->src(k)->dtype)) srcs[k] = c.make(Op::CAST, strong, {srcs[k]});
     }
     DType dt = u->dtype == DType::WeakFloat ? DType::Float64 : u->dtype;
-    const UOp *n = dt == u->dtype ? c.withSrc(u, srcs) : c.make(u->op, dt, srcs, u->arg, u->tag);
-    if (n != u) now[u] = n;
-  }
-  return mapped(body);
+    return dt == u->dtype ? c.withSrc(u, srcs) : c.make(u->op, dt, srcs, u->arg, u->tag);
+  });
 }
 
 void runCommitWeak(Graph &g, const PassContext &) {

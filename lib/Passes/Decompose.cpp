@@ -18,7 +18,6 @@
 #include "Passes/Rewrite.h"
 
 #include <algorithm>
-#include <unordered_map>
 #include <vector>
 
 namespace uopc {
@@ -62,25 +61,13 @@ struct Decomposer {
 const UOp *decomposeKernel(Context &c, const UOp *body, const std::vector<Op> &ops) {
   if (body->op != Op::SINK || ops.empty()) return body;
   auto lacked = [&](Op o) { return std::find(ops.begin(), ops.end(), o) != ops.end(); };
-  std::vector<const UOp *> topo = toposort(body);
-  if (std::none_of(topo.begin(), topo.end(), [&](const UOp *u) { return lacked(u->op); })) return body;
   Decomposer d{c};
-  std::unordered_map<const UOp *, const UOp *> done;
-  std::vector<const UOp *> srcs;
-  for (const UOp *u : topo) {
-    srcs.assign(u->src().begin(), u->src().end());
-    bool changed = false;
-    for (const UOp *&s : srcs)
-      if (auto it = done.find(s); it != done.end()) {
-        s = it->second;
-        changed = true;
-      }
-    if (u->op == Op::THREEFRY && lacked(Op::THREEFRY) && srcs.size() == 2) done[u] = d.threefry(u, srcs[0], srcs[1]);
-    else if (lacked(u->op)) fail("decompose: UOp #" + std::to_string(u->index) + " (" + std::string(opName(u->op)) + "): the target lacks this op and uopc has no decomposition of it");
-    else if (changed) done[u] = c.withSrc(u, srcs);
-  }
-  auto it = done.find(body);
-  return it == done.end() ? body : it->second;
+  return rebuildBottomUp(c, body, [&](const UOp *u, std::span<const UOp *const> srcs) -> const UOp * {
+    if (!lacked(u->op)) return nullptr;
+    if (u->op == Op::THREEFRY && srcs.size() == 2) return d.threefry(u, srcs[0], srcs[1]);
+    fail("decompose: UOp #" + std::to_string(u->index) + " (" + std::string(opName(u->op)) +
+         "): the target lacks this op and uopc has no decomposition of it");
+  });
 }
 
 void runDecompose(Graph &g, const PassContext &pc) {

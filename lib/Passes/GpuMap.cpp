@@ -178,10 +178,11 @@ const UOp *blockMap(Context &c, const UOp *body, int64_t block) {
     if (l.size() > 1) return nullptr;
     if (l.size() == 1) {
       const UOp *j = l[0];
-      auto n = constBound(j->src(0));
-      if (j->op != Op::RANGE || isBlockRange(j) || !n || *n < block || *n % block != 0 ||
-          !dependsOn(free.at(st->src(0)->src(1)), j))
+      if (j->op != Op::RANGE || j->nsrc != 1 || !j->arg || j->arg->kind != ArgKind::Tuple || j->arg->count < 2 ||
+          isBlockRange(j))
         return nullptr;
+      auto n = constBound(j->src(0));
+      if (!n || *n < block || *n % block != 0 || !dependsOn(free.at(st->src(0)->src(1)), j)) return nullptr;
       if (std::find(loops.begin(), loops.end(), j) == loops.end()) loops.push_back(j);
     }
   }
@@ -192,14 +193,18 @@ const UOp *blockMap(Context &c, const UOp *body, int64_t block) {
   std::vector<const UOp *> sortedGlobals(globals);
   std::sort(sortedGlobals.begin(), sortedGlobals.end());
   std::vector<const UOp *> grouped;
-  for (const UOp *u : toposort(body)) {
+  const std::vector<const UOp *> topo = toposort(body);
+  for (const UOp *u : topo) {
     if (u->op != Op::REDUCE) continue;
     const auto &fr = free.at(u);
     if (!std::includes(sortedGlobals.begin(), sortedGlobals.end(), fr.begin(), fr.end())) continue;
     const UOp *r = u->src().back();
+    if (u->nsrc < 2 || r->op != Op::RANGE || r->nsrc != 1 || !r->arg || r->arg->kind != ArgKind::Tuple ||
+        r->arg->count < 2)
+      return nullptr;
     auto n = constBound(r->src(0));
     Op op = u->arg->elems()[0]->op();
-    if (u->nsrc < 2 || r->op != Op::RANGE || !n || *n < block || *n % block != 0 ||
+    if (!n || *n < block || *n % block != 0 ||
         u->dtype == DType::Bool || (op != Op::ADD && op != Op::MUL && op != Op::MAX) || !readsAlong(u, r))
       return nullptr;
     grouped.push_back(u);
@@ -207,64 +212,35 @@ const UOp *blockMap(Context &c, const UOp *body, int64_t block) {
   if (grouped.empty()) return nullptr;
 
   int64_t next = 0;
-  for (const UOp *u : toposort(body))
+  for (const UOp *u : topo)
     if (u->op == Op::RANGE) next = std::max(next, rangeNumber(u) + 1);
-  auto rangeLike = [&](const UOp *r, int64_t size, AxisType type) {
-    std::vector<const Arg *> elems(r->arg->elems().begin(), r->arg->elems().end());
-    elems[0] = c.argInt(next++);
-    elems[1] = c.argAxisType(type);
-    return c.make(Op::RANGE, r->dtype, {c.constInt(r->dtype, size)}, c.argTuple(elems), r->tag);
+  // r cut into (outer, inner): r = outer * block + inner, the outer keeping r's AxisType
+  auto cut = [&](const UOp *r, AxisType inner) {
+    const UOp *o = rangeLike(c, r, static_cast<int64_t>(*constBound(r->src(0))) / block, next++, std::nullopt);
+    return std::pair{o, rangeLike(c, r, block, next++, inner)};
   };
-  auto combined = [&](const UOp *outer, const UOp *inner) {
-    DType dt = outer->dtype;
-    return c.make(Op::ADD, dt, {c.make(Op::MUL, dt, {outer, c.constInt(dt, block)}), inner});
-  };
-  auto axisOf = [](const UOp *r) { return r->arg->elems()[1]->axisType(); };
   std::unordered_map<const UOp *, std::pair<const UOp *, const UOp *>> split; // j -> (jo, jl)
-  std::unordered_map<const UOp *, const UOp *> done;
-  for (const UOp *j : loops) {
-    if (!j->arg || j->arg->kind != ArgKind::Tuple || j->arg->count < 2) return nullptr;
-    const UOp *jo = rangeLike(j, static_cast<int64_t>(*constBound(j->src(0))) / block, axisOf(j));
-    const UOp *jl = rangeLike(j, block, AxisType::LOCAL);
-    split[j] = {jo, jl};
-    done[j] = combined(jo, jl);
-  }
-  auto get = [&](const UOp *u) {
-    auto it = done.find(u);
-    return it == done.end() ? u : it->second;
-  };
-  for (const UOp *u : toposort(body)) {
-    if (u == body || done.count(u)) continue;
-    std::vector<const UOp *> srcs;
-    bool changed = false;
-    for (const UOp *s : u->src()) {
-      srcs.push_back(get(s));
-      changed = changed || srcs.back() != s;
-    }
+  for (const UOp *j : loops) split[j] = cut(j, AxisType::LOCAL);
+  return rebuildBottomUp(c, body, [&](const UOp *u, std::span<const UOp *const> srcs) -> const UOp * {
+    if (auto it = split.find(u); it != split.end()) return combinedIndex(c, it->second.first, block, it->second.second);
     if (u->op == Op::END) { // its loops: jo and jl for a split j
-      srcs.resize(1);
+      std::vector<const UOp *> es{srcs[0]};
       for (const UOp *r : u->src().subspan(1)) {
         auto it = split.find(r);
-        if (it == split.end()) srcs.push_back(r);
-        else srcs.insert(srcs.end(), {it->second.first, it->second.second});
+        if (it == split.end()) es.push_back(r);
+        else es.insert(es.end(), {it->second.first, it->second.second});
       }
-      changed = true;
+      return c.withSrc(u, es);
     }
-    if (std::find(grouped.begin(), grouped.end(), u) != grouped.end()) {
-      const UOp *r = u->src().back();
-      if (!r->arg || r->arg->kind != ArgKind::Tuple || r->arg->count < 2) return nullptr;
-      const UOp *ro = rangeLike(r, static_cast<int64_t>(*constBound(r->src(0))) / block, axisOf(r));
-      const UOp *rg = rangeLike(r, block, AxisType::GROUP_REDUCE);
-      srcs[0] = substitute(c, srcs[0], {{r, combined(ro, rg)}});
-      srcs.back() = ro;
-      srcs.push_back(rg);
-      changed = true;
-    }
-    if (changed) done[u] = c.withSrc(u, srcs);
-  }
-  std::vector<const UOp *> out;
-  for (const UOp *e : body->src()) out.push_back(get(e));
-  return c.withSrc(body, out);
+    if (std::find(grouped.begin(), grouped.end(), u) == grouped.end()) return nullptr;
+    const UOp *r = u->src().back();
+    auto [ro, rg] = cut(r, AxisType::GROUP_REDUCE);
+    std::vector<const UOp *> rs(srcs.begin(), srcs.end());
+    rs[0] = substitute(c, srcs[0], {{r, combinedIndex(c, ro, block, rg)}});
+    rs.back() = ro;
+    rs.push_back(rg);
+    return c.withSrc(u, rs);
+  });
 }
 
 } // namespace

@@ -31,7 +31,6 @@
 #include "Passes/Passes.h"
 #include "Passes/Rewrite.h"
 
-#include <unordered_map>
 #include <vector>
 
 namespace uopc {
@@ -116,58 +115,25 @@ const UOp *groupReduceKernel(Context &c, const UOp *body) {
   for (const UOp *u : topo)
     if (blockBufferOf(u)) l.nextSlot = std::max(l.nextSlot, ParamArg::slotOf(u->arg) + 1);
 
-  std::unordered_map<const UOp *, const UOp *> done;
-  auto get = [&](const UOp *u) {
-    auto it = done.find(u);
-    return it == done.end() ? u : it->second;
+  // the grouped REDUCEs lowered; a store of one element per block written by the block's first thread
+  auto movesWithBlock = [](const UOp *ix) {
+    for (const UOp *i : ix->src().subspan(1))
+      for (const UOp *x : toposort(i))
+        if (isBlockRange(x)) return true;
+    return false;
   };
-  std::vector<const UOp *> srcs;
-  for (const UOp *u : topo) {
-    if (u == body) break;
-    srcs.assign(u->src().begin(), u->src().end());
-    bool changed = false;
-    for (const UOp *&s : srcs) {
-      const UOp *m = get(s);
-      changed = changed || m != s;
-      s = m;
-    }
-    bool group = false;
+  return rebuildBottomUp(c, body, [&](const UOp *u, std::span<const UOp *const> srcs) -> const UOp * {
     if (grouped && u->op == Op::REDUCE)
-      for (const UOp *r : u->src().subspan(1)) group = group || isGroupReduceRange(r);
-    if (group) done[u] = l.lower(u, srcs);
-    else if (changed) done[u] = c.withSrc(u, srcs);
-  }
-
-  // a store one element per block writes on the block's first thread
-  std::vector<const UOp *> out;
-  for (const UOp *e : body->src()) {
-    const UOp *m = get(e);
-    const UOp *st = m->op == Op::END ? m->src(0) : m;
-    if (st->op == Op::STORE && st->src(0)->op == Op::INDEX && st->src(0)->nsrc >= 2) {
-      const UOp *ix = st->src(0);
-      bool moves = false;
-      for (size_t k = 1; k < ix->nsrc && !moves; ++k)
-        for (const UOp *x : toposort(ix->src(k)))
-          if (isBlockRange(x)) {
-            moves = true;
-            break;
-          }
-      if (!moves) {
-        std::vector<const UOp *> is(ix->src().begin(), ix->src().end());
-        is.push_back(c.make(Op::CMPEQ, DType::Bool, {first, c.constInt(first->dtype, 0)}));
-        const UOp *gated = c.withSrc(st, std::vector<const UOp *>{c.withSrc(ix, is), st->src(1)});
-        if (m->op == Op::END) {
-          std::vector<const UOp *> es(m->src().begin(), m->src().end());
-          es[0] = gated;
-          m = c.withSrc(m, es);
-        } else {
-          m = gated;
-        }
-      }
+      for (const UOp *r : u->src().subspan(1))
+        if (isGroupReduceRange(r)) return l.lower(u, srcs);
+    if (u->op == Op::STORE && u->src(0)->op == Op::INDEX && u->src(0)->nsrc >= 2 &&
+        u->src(0)->src(0)->op == Op::PARAM && !movesWithBlock(u->src(0))) {
+      std::vector<const UOp *> is(srcs[0]->src().begin(), srcs[0]->src().end());
+      is.push_back(c.make(Op::CMPEQ, DType::Bool, {first, c.constInt(first->dtype, 0)}));
+      return c.withSrc(u, std::vector<const UOp *>{c.withSrc(srcs[0], is), srcs[1]});
     }
-    out.push_back(m);
-  }
-  return c.withSrc(body, out);
+    return nullptr;
+  });
 }
 
 void runGroupReduce(Graph &g, const PassContext &) {

@@ -409,20 +409,6 @@ std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target
 struct Optimizer {
   Context &c;
 
-  /// A RANGE like r of `size` iterations, range number `number`, AxisType `type` (r's when none).
-  const UOp *rangeLike(const UOp *r, int64_t size, int64_t number, std::optional<AxisType> type) {
-    std::vector<const Arg *> elems(r->arg->elems().begin(), r->arg->elems().end());
-    elems[0] = c.argInt(number);
-    if (type) elems[1] = c.argAxisType(*type);
-    return c.make(Op::RANGE, r->dtype, {c.constInt(r->dtype, size)}, c.argTuple(elems), r->tag);
-  }
-
-  /// outer * amount + inner: a loop's counter from the two loops it was cut into.
-  const UOp *combined(const UOp *outer, int64_t amount, const UOp *inner) {
-    DType dt = outer->dtype;
-    return c.make(Op::ADD, dt, {c.make(Op::MUL, dt, {outer, c.constInt(dt, amount)}), inner});
-  }
-
   const UOp *simplified(const UOp *x) {
     SymbolicCtx sc;
     return simplifyWith(c, x, symRules(), &sc);
@@ -456,8 +442,8 @@ struct Optimizer {
     DType dt = r->dtype;
     const UOp *outer = c.make(Op::RANGE, dt, {c.constInt(dt, static_cast<int64_t>(*n) / o.amount)}, r->arg, r->tag);
     bool unroll = o.kind == Opt::Unroll;
-    const UOp *lane = rangeLike(r, o.amount, next++, unroll ? AxisType::UNROLL : AxisType::UPCAST);
-    const UOp *idx = combined(outer, o.amount, lane);
+    const UOp *lane = rangeLike(c, r, o.amount, next++, unroll ? AxisType::UNROLL : AxisType::UPCAST);
+    const UOp *idx = combinedIndex(c, outer, o.amount, lane);
     auto rewrite = [&](Piece &p) {
       std::unordered_map<const UOp *, const UOp *> sub;
       for (const UOp *u : toposort(p.store)) {
@@ -523,7 +509,7 @@ struct Optimizer {
         if (hi > n) bad("the loop has " + std::to_string(n) + " iterations");
         auto piece = [&](int64_t a, int64_t b) {
           Piece p = main;
-          p.axes[o.axis] = rangeLike(r, b - a, next++, std::nullopt);
+          p.axes[o.axis] = rangeLike(c, r, b - a, next++, std::nullopt);
           p.sizes[o.axis] = b - a;
           p.store = simplified(substitute(c, main.store, {{r, shifted(p.axes[o.axis], a)}}));
           return p;
@@ -549,9 +535,9 @@ struct Optimizer {
         if (n % o.amount || o.amount == n) bad(std::to_string(o.amount) + " does not divide its " + std::to_string(n) + " iterations into several blocks");
         const UOp *r = main.axes[o.axis];
         DType dt = r->dtype;
-        const UOp *outer = rangeLike(r, n / o.amount, next++, std::nullopt);
+        const UOp *outer = rangeLike(c, r, n / o.amount, next++, std::nullopt);
         const UOp *inner = c.make(Op::RANGE, dt, {c.constInt(dt, o.amount)}, r->arg, r->tag);
-        main.store = substitute(c, main.store, {{r, combined(outer, o.amount, inner)}});
+        main.store = substitute(c, main.store, {{r, combinedIndex(c, outer, o.amount, inner)}});
         main.axes[o.axis] = inner;
         main.sizes[o.axis] = o.amount;
         main.blocks.push_back(outer);
@@ -566,11 +552,11 @@ struct Optimizer {
         const UOp *r = p.axes[o.axis];
         if (p.sizes[o.axis] % o.amount) return; // a border piece the amount does not divide
         DType dt = r->dtype;
-        if (!lane) lane = rangeLike(r, o.amount, next++, AxisType::UPCAST);
+        if (!lane) lane = rangeLike(c, r, o.amount, next++, AxisType::UPCAST);
         const UOp *outer = c.make(Op::RANGE, dt, {c.constInt(dt, p.sizes[o.axis] / o.amount)}, r->arg, r->tag);
         // (a loop upcast whole leaves no outer loop of one iteration)
         bool whole = o.amount == p.sizes[o.axis];
-        const UOp *v = whole ? lane : combined(outer, o.amount, lane);
+        const UOp *v = whole ? lane : combinedIndex(c, outer, o.amount, lane);
         p.store = substitute(c, p.store, {{r, v}});
         p.axes[o.axis] = whole ? nullptr : outer;
         p.lanes.push_back(lane);

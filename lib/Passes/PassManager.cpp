@@ -6,6 +6,7 @@
 #include "IR/GraphIO.h"
 #include "IR/Verifier.h"
 #include "Passes/Passes.h"
+#include "Targets/Targets.h"
 
 #include <algorithm>
 #include <charconv>
@@ -136,14 +137,16 @@ int64_t PassContext::intOption(std::string_view key, int64_t fallback, int64_t l
 PassTarget PassTarget::forTarget(std::string_view name, bool gridOnHost) {
   PassTarget t;
   t.name = std::string(name);
-  t.gpuGrid = name == "ptx" || gridOnHost;
+  const TargetInfo *info = findTarget(name); // (the driver checked the name; an unknown one gets C's defaults)
+  const bool gpu = info && info->gpu, llvmEmitter = info && info->emitter == Emitter::LLVM;
+  t.gpuGrid = gpu || gridOnHost;
   if (t.gpuGrid) {
     t.maxThreadsPerBlock = 256; // the launches planned today: 256-thread blocks
     t.maxGridThreads = INT32_MAX;
     t.vectorBytes = 4;
   }
-  if (name == "llvm" && !gridOnHost) t.tileUnroll = 2;
-  if (name == "llvm" || name == "ptx") t.lacks = {Op::THREEFRY};
+  if (llvmEmitter && !t.gpuGrid) t.tileUnroll = 2;
+  if (llvmEmitter) t.lacks = {Op::THREEFRY}; // (the LLVM emitter spells no THREEFRY: decompose writes it)
   unsigned hw = std::thread::hardware_concurrency();
   t.hostThreads = hw ? static_cast<int>(hw) : 1;
 #ifdef _SC_LEVEL1_DCACHE_SIZE

@@ -355,6 +355,26 @@ const UOp *substitute(Context &ctx, const UOp *root,
   return substitute(ctx, root, std::unordered_map<const UOp *, const UOp *>(map), enterCalls);
 }
 
+const UOp *rebuildBottomUp(Context &ctx, const UOp *root,
+                           const std::function<const UOp *(const UOp *u, std::span<const UOp *const> srcs)> &f) {
+  std::unordered_map<const UOp *, const UOp *> now;
+  std::vector<const UOp *> srcs;
+  for (const UOp *u : toposort(root)) {
+    bool changed = false;
+    srcs.assign(u->src().begin(), u->src().end());
+    for (const UOp *&s : srcs)
+      if (auto it = now.find(s); it != now.end()) {
+        s = it->second;
+        changed = true;
+      }
+    const UOp *n = f(u, srcs);
+    if (!n) n = changed ? ctx.withSrc(u, srcs) : u;
+    if (n != u) now[u] = n;
+  }
+  auto it = now.find(root);
+  return it == now.end() ? root : it->second;
+}
+
 void rewriteKernelBodies(Graph &g, const std::function<const UOp *(const UOp *call)> &f) {
   Context &c = *g.ctx;
   std::unordered_map<const UOp *, const UOp *> now;

@@ -35,6 +35,7 @@
 
 #include <functional>
 #include <initializer_list>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -92,6 +93,13 @@ const UOp *substitute(Context &ctx, const UOp *root, const std::unordered_map<co
                       bool enterCalls = false);
 const UOp *substitute(Context &ctx, const UOp *root,
                       std::initializer_list<std::pair<const UOp *const, const UOp *>> map, bool enterCalls = false);
+
+/// Rebuilds the graph under `root` bottom-up, in toposort order (iterative): each node becomes f(u, srcs),
+/// srcs its sources as already rebuilt, or, where f returns nullptr, u on those sources (u itself when none
+/// changed). Returns what root became. The walk of the per-kernel passes that rewrite node by node
+/// (commit-weak, decompose, group-reduce, gpu-map's blocks). Bodies of calls are sources like any other.
+const UOp *rebuildBottomUp(Context &ctx, const UOp *root,
+                           const std::function<const UOp *(const UOp *u, std::span<const UOp *const> srcs)> &f);
 
 /// Gives every kernel CALL(SINK, ...) under g.root the body f(call) (f may return the SINK as it is) and
 /// rebuilds the users of what changed; copies and the rest of the graph keep their nodes. What the
