@@ -266,6 +266,19 @@ struct Linearizer {
     int64_t threads = 1;
   };
 
+  /// The values of `mapped` ranges (outermost first) from thread id `id`, innermost fastest: id / stride %
+  /// size, each in its range's own dtype (a weakint range stays weakint: its users' dtypes must not change).
+  void fromThreadId(const std::vector<const UOp *> &mapped, const UOp *id, std::unordered_map<const UOp *, const UOp *> &sub) {
+    const UOp *rest = id;
+    for (size_t k = mapped.size(); k-- > 0;) {
+      const UOp *r = mapped[k];
+      const UOp *n = c.constInt(id->dtype, static_cast<int64_t>(*constBound(r->src(0))));
+      const UOp *v = k == 0 ? rest : c.make(Op::CMOD, id->dtype, {rest, n});
+      if (k) rest = c.make(Op::CDIV, id->dtype, {rest, n});
+      sub[r] = r->dtype == id->dtype ? v : c.make(Op::CAST, r->dtype, {v});
+    }
+  }
+
   void statement(const UOp *e, const StorePlan &plan) {
     const UOp *st = e->op == Op::END ? e->src(0) : e;
     if ((st->op == Op::CUSTOM || st->op == Op::CUSTOMI) && st->dtype == DType::Void) { // (a void CUSTOMI: the C target refuses it)
@@ -281,17 +294,9 @@ struct Linearizer {
       failAt(e, "expected END(STORE(INDEX(PARAM, i), value), ranges...)");
     const UOp *guard = nullptr;
     if (gpu) {
-      // the mapped ranges from gid, innermost fastest (blocks: from gidx and lidx, as for every store)
+      // the mapped ranges from gid (blocks: from gidx and lidx, the same for every store)
       std::unordered_map<const UOp *, const UOp *> sub = blockSub;
-      const UOp *rest = gid;
-      for (size_t k = plan.mapped.size(); k-- > 0 && !block;) {
-        const UOp *r = plan.mapped[k];
-        const UOp *n = c.constInt(gid->dtype, static_cast<int64_t>(*constBound(r->src(0))));
-        const UOp *v = k == 0 ? rest : c.make(Op::CMOD, gid->dtype, {rest, n});
-        if (k) rest = c.make(Op::CDIV, gid->dtype, {rest, n});
-        // in the range's own dtype (a weakint range stays weakint: its users' dtypes must not change)
-        sub[r] = r->dtype == gid->dtype ? v : c.make(Op::CAST, r->dtype, {v});
-      }
+      if (!block) fromThreadId(plan.mapped, gid, sub);
       if (!sub.empty()) st = substitute(c, st, sub);
       analyze(st);
       if (plan.threads < gidCount) {
@@ -389,6 +394,7 @@ struct Linearizer {
       threads = std::max(threads, p.threads);
       plans.push_back(std::move(p));
     }
+    std::vector<const UOp *> blockRanges;
     for (const UOp *u : toposort(body)) {
       if (u->op == Op::REDUCE)
         for (const UOp *r : u->src().subspan(1))
@@ -398,6 +404,7 @@ struct Linearizer {
       if (!n || *n < 1 || *n > maxBlock || (block && *n != block))
         failAt(u, "a block range needs a constant size, at most the target's threads per block, the same for every block range of the kernel");
       block = static_cast<int64_t>(*n);
+      blockRanges.push_back(u);
     }
     if (block) {
       if (serial) failAt(body, "block ranges in a kernel whose stores may race");
@@ -417,26 +424,16 @@ struct Linearizer {
     // range's value then cast to its dtype. Only these: the ranges stay 64-bit index arithmetic that does
     // not wrap, which LLVM strength-reduces into pointer increments; all index math narrowed to int32 (as
     // tinygrad's pm_lower_index_dtype) lost that, and ptxas no longer unrolled sp_mm_512's reduction loop.
-    if (global * local - 1 <= INT32_MAX) {
-      const UOp *g32 = c.make(Op::CAST, DType::Int32, {gidx}), *l32 = c.make(Op::CAST, DType::Int32, {lidx});
+    const UOp *l32 = c.make(Op::CAST, DType::Int32, {lidx});
+    if (block) { // the block's GLOBAL ranges from gidx (a block per element), the block ranges from lidx
+      gid = c.make(Op::CAST, DType::Int32, {gidx});
+      if (!plans.empty()) fromThreadId(plans[0].mapped, gid, blockSub);
+      for (const UOp *u : blockRanges) blockSub[u] = u->dtype == DType::Int32 ? l32 : c.make(Op::CAST, u->dtype, {lidx});
+    } else if (global * local - 1 <= INT32_MAX) {
+      const UOp *g32 = c.make(Op::CAST, DType::Int32, {gidx});
       gid = c.make(Op::ADD, DType::Int32, {c.make(Op::MUL, DType::Int32, {g32, c.constInt(DType::Int32, local)}), l32});
     } else {
       gid = c.make(Op::ADD, DType::Int64, {c.make(Op::MUL, DType::Int64, {gidx, c.constInt(DType::Int64, local)}), lidx});
-    }
-    if (block) { // the block's GLOBAL ranges from gidx (a block per element), the block ranges from lidx
-      gid = c.make(Op::CAST, DType::Int32, {gidx});
-      const UOp *l32 = c.make(Op::CAST, DType::Int32, {lidx});
-      const std::vector<const UOp *> &mapped = plans.empty() ? std::vector<const UOp *>{} : plans[0].mapped;
-      const UOp *rest = gid;
-      for (size_t k = mapped.size(); k-- > 0;) {
-        const UOp *r = mapped[k];
-        const UOp *n = c.constInt(gid->dtype, static_cast<int64_t>(*constBound(r->src(0))));
-        const UOp *v = k == 0 ? rest : c.make(Op::CMOD, gid->dtype, {rest, n});
-        if (k) rest = c.make(Op::CDIV, gid->dtype, {rest, n});
-        blockSub[r] = r->dtype == gid->dtype ? v : c.make(Op::CAST, r->dtype, {v});
-      }
-      for (const UOp *u : toposort(body))
-        if (isBlockRange(u)) blockSub[u] = u->dtype == DType::Int32 ? l32 : c.make(Op::CAST, u->dtype, {lidx});
     }
     analyze(gid);
     analyze(lidx);

@@ -136,28 +136,37 @@ struct Emitter {
   // ---- the GPU mappings --------------------------------------------------------------------------------
   Mapping mapping = Mapping::Loops;
   GpuLaunch launch;
-  // GridOnHost: a loop over the blocks, in it one loop over the block's threads per stretch between barriers
-  Value *hostBlock = nullptr, *hostLane = nullptr; ///< i64 gidx0 and lidx0 of the host's loops
-  llvm::AllocaInst *laneAddr = nullptr;
-  llvm::BasicBlock *laneCond = nullptr, *laneExit = nullptr;
-  /// Opens the loop over a block's threads, last to first, at the insertion point.
-  void beginLanes() {
-    if (!laneAddr) laneAddr = makeAlloca(b.getInt64Ty(), "lidx.addr");
-    b.CreateStore(i64(static_cast<uint64_t>(launch.local[0])), laneAddr);
-    laneCond = llvm::BasicBlock::Create(lc, "lidx.cond", fn);
-    auto *body = llvm::BasicBlock::Create(lc, "lidx.body", fn);
-    laneExit = llvm::BasicBlock::Create(lc, "lidx.end", fn);
-    b.CreateBr(laneCond);
-    b.SetInsertPoint(laneCond);
-    b.CreateCondBr(b.CreateICmpNE(b.CreateLoad(b.getInt64Ty(), laneAddr), i64(0)), body, laneExit);
+  // GridOnHost: a loop over the blocks, in it one loop over the block's threads per stretch between
+  // barriers, each `for (i = n; i-- > 0;)` (last to first)
+  struct Countdown {
+    llvm::AllocaInst *addr = nullptr;
+    llvm::BasicBlock *cond = nullptr, *exit = nullptr;
+    Value *index = nullptr; ///< i64, in the body
+  };
+  Countdown blocks, lanes; ///< gidx0's loop and the current stretch's lidx0 loop
+  /// Opens a countdown loop over n at the insertion point (reusing c's counter slot, if any).
+  void beginCountdown(Countdown &c, int64_t n, const std::string &name) {
+    if (!c.addr) c.addr = makeAlloca(b.getInt64Ty(), name + ".addr");
+    b.CreateStore(i64(static_cast<uint64_t>(n)), c.addr);
+    c.cond = llvm::BasicBlock::Create(lc, name + ".cond", fn);
+    auto *body = llvm::BasicBlock::Create(lc, name + ".body", fn);
+    c.exit = llvm::BasicBlock::Create(lc, name + ".end", fn);
+    b.CreateBr(c.cond);
+    b.SetInsertPoint(c.cond);
+    b.CreateCondBr(b.CreateICmpNE(b.CreateLoad(b.getInt64Ty(), c.addr), i64(0)), body, c.exit);
     b.SetInsertPoint(body);
-    hostLane = b.CreateSub(b.CreateLoad(b.getInt64Ty(), laneAddr), i64(1), "lidx");
-    memo.clear(); // (linearize computes again after a barrier what it needs)
+    c.index = b.CreateSub(b.CreateLoad(b.getInt64Ty(), c.addr), i64(1), name);
   }
-  void endLanes() {
-    b.CreateStore(hostLane, laneAddr);
-    b.CreateBr(laneCond);
-    b.SetInsertPoint(laneExit);
+  void endCountdown(Countdown &c) {
+    b.CreateStore(c.index, c.addr);
+    b.CreateBr(c.cond);
+    b.SetInsertPoint(c.exit);
+  }
+  /// A stretch's loop over the block's threads; what linearize placed before a barrier is computed again
+  /// after it, so nothing from the stretch before is used.
+  void beginLanes() {
+    beginCountdown(lanes, launch.local[0], "lidx");
+    memo.clear();
   }
   Value *threadLo = nullptr, *threadHi = nullptr; ///< a kernel split across CPU threads: its [lo, hi)
   std::vector<std::string> libdeviceUsers; ///< ops that call libdevice (PTX)
@@ -485,7 +494,7 @@ struct Emitter {
     return ok;
   }
   /// The address of element iv64 of the buffer INDEX u reads or writes: a kernel argument, or a block's
-  /// shared BUFFER (its item made it: a pointer in memo).
+  /// shared BUFFER (its item made it: sharedPtrs).
   Value *elemPtr(const UOp *u, DType dt, Value *iv64) {
     const UOp *p = u->src(0);
     Value *base = nullptr;
@@ -524,7 +533,7 @@ struct Emitter {
       return;
     }
     if (!gpu() || !open.empty() || !ifs.empty()) failAt(u, "a BARRIER outside a GPU grid's top level (in a loop or an IF)");
-    endLanes();
+    endCountdown(lanes);
     beginLanes();
   }
   Value *loadElem(DType dt, Value *ptr) {
@@ -710,7 +719,7 @@ struct Emitter {
       auto id = block ? llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x : llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x;
       return {b.CreateZExt(b.CreateCall(llvm::Intrinsic::getDeclaration(&mod, id)), b.getInt64Ty()), nullptr};
     }
-    return {block ? hostBlock : hostLane, nullptr};
+    return {block ? blocks.index : lanes.index, nullptr};
   }
 
   /// A value item: u computed from the values of its sources.
@@ -937,8 +946,6 @@ EmittedLLVMKernel emitKernel(Context &ctx, const UOp *call, int64_t deviceNum, s
   em.entry = llvm::BasicBlock::Create(lc, "entry", em.fn);
   em.b.SetInsertPoint(em.entry);
   // GridOnHost: the kernel body inside a loop over every thread of the launch
-  llvm::AllocaInst *gidAddr = nullptr;
-  llvm::BasicBlock *gidCond = nullptr, *gidExit = nullptr;
   if (ptx) {
     llvm::NamedMDNode *md = mod->getOrInsertNamedMetadata("nvvm.annotations");
     auto annotate = [&](const char *key, int v) {
@@ -952,25 +959,14 @@ EmittedLLVMKernel emitKernel(Context &ctx, const UOp *call, int64_t deviceNum, s
     // which a thread reads what a later-numbered thread writes gives a different result here (on a GPU it
     // would be a race). Races the other way round need linearize's static check; a run on the host cannot
     // show them. Each stretch of items between barriers is a loop over the block's threads of its own.
-    gidAddr = em.b.CreateAlloca(em.b.getInt64Ty(), nullptr, "gidx.addr");
-    em.b.CreateStore(em.i64(static_cast<uint64_t>(em.launch.global[0])), gidAddr);
-    gidCond = llvm::BasicBlock::Create(lc, "gidx.cond", em.fn);
-    auto *gidBody = llvm::BasicBlock::Create(lc, "gidx.body", em.fn);
-    gidExit = llvm::BasicBlock::Create(lc, "gidx.end", em.fn);
-    em.b.CreateBr(gidCond);
-    em.b.SetInsertPoint(gidCond);
-    em.b.CreateCondBr(em.b.CreateICmpNE(em.b.CreateLoad(em.b.getInt64Ty(), gidAddr), em.i64(0)), gidBody, gidExit);
-    em.b.SetInsertPoint(gidBody);
-    em.hostBlock = em.b.CreateSub(em.b.CreateLoad(em.b.getInt64Ty(), gidAddr), em.i64(1), "gidx");
+    em.beginCountdown(em.blocks, em.launch.global[0], "gidx");
     em.beginLanes();
   }
   renderItems(linearItems(linear), em);
   if (!em.open.empty() || !em.ifs.empty()) fail("LLVM target: the LINEAR items leave a loop or an IF open");
-  if (gidAddr) {
-    em.endLanes();
-    em.b.CreateStore(em.hostBlock, gidAddr);
-    em.b.CreateBr(gidCond);
-    em.b.SetInsertPoint(gidExit);
+  if (em.blocks.addr) {
+    em.endCountdown(em.lanes);
+    em.endCountdown(em.blocks);
   }
   em.b.CreateRetVoid();
 
