@@ -34,7 +34,7 @@ import math
 import os
 import struct
 
-__all__ = ["export", "DTYPE_NAMES", "write_safetensors", "read_safetensors"]
+__all__ = ["export", "export_onnx", "DTYPE_NAMES", "write_safetensors", "read_safetensors"]
 
 # uopc's dtype names (lib/IR/DTypes.def) that tinygrad has
 DTYPE_NAMES = ["void", "weakint", "weakfloat", "bool", "int8", "uint8", "int16", "uint16", "int32", "uint32",
@@ -134,6 +134,71 @@ def _materialize(t):
         raise RuntimeError(f"uopc_tinygrad: could not give a tensor of shape {t.shape} a buffer of its own")
 
 
+def _device_list(t):
+    return list(t.device) if isinstance(t.device, tuple) else [t.device]
+
+
+def _realize_lazy_reads(outs):
+    """Realizes, before the capture, what the outputs read from a device that is none of theirs: a COPY from
+    DISK, NPY or PYTHON (tinygrad's OnnxRunner keeps initializers as lazy copies of the model file,
+    `Tensor(pathlib.Path).to("CPU")` does the same). uopc cannot read those buffers, and the exporter could
+    not read their bytes either (they are not allocated until the copy runs); once realized they are buffers of
+    the outputs' device, inputs of the graph like any weight. Returns how many copies were realized."""
+    _, Tensor, _, UOp, Ops = _tg()
+    devices = {d for o in outs for d in _device_list(o)}
+    lazy = []
+    for u in UOp.sink(*[o.uop for o in outs]).toposort():
+        if u.op is not Ops.COPY:
+            continue
+        src = u.src[0].device
+        if any(d not in devices for d in (src if isinstance(src, tuple) else (src,))):
+            lazy.append(u)
+    if lazy:
+        # realizing them rewrites every live tensor that refers to them (the outputs among them) to the buffers
+        Tensor.realize(*[Tensor(u) for u in lazy])
+    return len(lazy)
+
+
+def _writes(body):
+    """{slot: [AFTER nodes]} of the PARAMs the call body stores into."""
+    _, _, _, _, Ops = _tg()
+    written = {}
+    for u in body.toposort():
+        if u.op is not Ops.AFTER or len(u.src) < 2 or u.src[1].op is not Ops.STORE:
+            continue
+        p = u.src[0]
+        while p.op is Ops.RESHAPE and p.src:
+            p = p.src[0]
+        if p.op is Ops.PARAM:
+            written.setdefault(p.arg.slot, []).append(u)
+    return written
+
+
+def _inline_internal(body, internal, written):
+    """The body with each internal buffer (written and read by the call, neither an input nor an output:
+    `.contiguous()`, `Tensor.zeros/full` inside fn) turned into a CONTIGUOUS of the value stored into it, so
+    that uopc keeps it as an intermediate of its own. Returns (body, slots it could not inline)."""
+    _, _, dtypes, UOp, Ops = _tg()
+    repl, left = {}, []
+    for slot in internal:
+        afters = written[slot]
+        store = afters[0].src[1] if len(afters) == 1 else None
+        # the simple form: one whole store of the buffer (a reshape of the PARAM as the target)
+        if store is None or store.src[0] is not afters[0].src[0]:
+            left.append(slot)
+            continue
+        value = store.src[1]
+        dt = afters[0].dtype
+        if value.dtype != dt:
+            value = value.cast(dt)
+        repl[afters[0]] = UOp(Ops.CONTIGUOUS, dt, (value,))
+    if not repl:
+        return body, left
+    new = body.substitute(repl)
+    keep = [n for s, n in zip(body.src, new.src) if s not in repl]
+    return UOp.sink(*keep), left
+
+
 class _Encoder:
     def __init__(self, ids):
         self.ids, self.dtypes = ids, _dtype_table()
@@ -225,12 +290,19 @@ def _graph_json(body, names):
             % (json.dumps(producer, separators=(",", ":")), lines, ids[body]))
 
 
-def export(fn, *args, out, model=None):
+def export(fn, *args, out, model=None, input_names=None, output_names=None):
     """Runs fn(*args) symbolically and writes out/graph.json, out/io.json and out/inputs.safetensors.
 
+    input_names/output_names replace input0.../output0... (the ONNX path names them as its graph does).
     Returns the io.json dictionary. See the module docstring for the names and files."""
     tinygrad, Tensor, dtypes, UOp, Ops = _tg()
     from tinygrad.tensor import transform_to_call
+
+    def in_name(i):
+        return input_names[i] if input_names else f"input{i}"
+
+    def out_name(j):
+        return output_names[j] if output_names else f"output{j}"
     state = {}
     if model is not None:
         from tinygrad.nn.state import get_state_dict
@@ -245,7 +317,7 @@ def export(fn, *args, out, model=None):
         named.setdefault(_buffer_of(t.uop), name)
     for i, a in enumerate(args):
         if isinstance(a, Tensor):
-            named.setdefault(_buffer_of(a.uop), f"input{i}")
+            named.setdefault(_buffer_of(a.uop), in_name(i))
 
     outs = fn(*args)
     outs = tuple(outs) if isinstance(outs, (tuple, list)) else (outs,)
@@ -254,6 +326,9 @@ def export(fn, *args, out, model=None):
     for o in outs:
         if o.dtype in (dtypes.weakint, dtypes.weakfloat):
             raise TypeError("uopc_tinygrad.export: an output has a weak dtype; cast it to a concrete dtype first")
+    _realize_lazy_reads(outs)
+    # an output that is a view (logits[:, -1, :]) or a buffer fn did not compute gets a buffer of its own
+    outs = tuple(o if o.uop is o.uop.base and _buffer_of(o.uop) is None else o.contiguous() for o in outs)
     call, buffer_map = transform_to_call(UOp.sink(*[o.uop for o in outs]))
     body, repl = call.src[0], call.src[1:]
     slot_of = {r: i for i, r in enumerate(repl)}
@@ -270,15 +345,26 @@ def export(fn, *args, out, model=None):
         if b is None or b not in slot_of:
             raise RuntimeError(f"uopc_tinygrad.export: output {j} is computed by no kernel of the schedule "
                                "(is it one of the inputs?)")
-        out_slots[slot_of[b]] = f"output{j}"
+        out_slots[slot_of[b]] = out_name(j)
         devs = list(o.device) if isinstance(o.device, tuple) else [o.device]
-        outputs.append({"name": f"output{j}", "slot": slot_of[b], "dtype": table[o.dtype], "shape": list(o.shape),
+        outputs.append({"name": out_name(j), "slot": slot_of[b], "dtype": table[o.dtype], "shape": list(o.shape),
                         "devices": devs})
+
+    # buffers the call writes that are not outputs: created inside fn (.contiguous(), Tensor.zeros)
+    written = _writes(body)
+    internal = [i for i in sorted(written) if i not in out_slots]
+    body, left = _inline_internal(body, internal, written)
+    if left:
+        raise RuntimeError(f"uopc_tinygrad.export: fn writes buffer parameter(s) {left} in a form the exporter "
+                           "cannot inline (several or partial stores into a buffer fn created); not supported")
+    internal = set(internal)
 
     names, inputs, variables, tensors = {}, [], [], {}
     for i, r in enumerate(repl):
         if i in out_slots:
             names[i] = out_slots[i]
+            continue
+        if i in internal:
             continue
         if r.op is Ops.AFTER and getattr(r, "is_bound_var", False):
             var, value = r.src[0], r.src[1].src[1].arg
@@ -301,10 +387,15 @@ def export(fn, *args, out, model=None):
             key = name if len(data) == 1 else f"{name}@{d}"
             tensors[key] = (SAFETENSORS_CODES[dt], [len(blob) // max(1, r.dtype.itemsize)], blob)
     # the shapes of inputs the caller named: the tensor's own shape
-    by_name = {**{n: t for n, t in state.items()}, **{f"input{i}": a for i, a in enumerate(args) if isinstance(a, Tensor)}}
+    by_name = {**{n: t for n, t in state.items()}, **{in_name(i): a for i, a in enumerate(args) if isinstance(a, Tensor)}}
     for e in inputs:
-        if e["name"] in by_name:
-            e["shape"] = list(by_name[e["name"]].shape)
+        t = by_name.get(e["name"])
+        if t is not None and all(isinstance(d, int) for d in t.shape):
+            e["shape"] = list(t.shape)
+            # one device: the safetensors entry takes the tensor's shape too (a sharded one stays per device)
+            if e["name"] in tensors and math.prod(t.shape) == math.prod(tensors[e["name"]][1]):
+                code, _, blob = tensors[e["name"]]
+                tensors[e["name"]] = (code, list(t.shape), blob)
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "graph.json"), "w") as f:
         f.write(_graph_json(body, names))
@@ -314,3 +405,38 @@ def export(fn, *args, out, model=None):
         f.write("\n")
     write_safetensors(os.path.join(out, "inputs.safetensors"), tensors)
     return io
+
+
+def export_onnx(path, out, shapes=None, seed=0):
+    """Exports an ONNX model through tinygrad's OnnxRunner: out/graph.json, io.json, inputs.safetensors.
+
+    Inputs and outputs keep their ONNX names, initializers too (as inputs of the graph: the weights). shapes:
+    {input name: (shape tuple, dtype name or None)} for inputs whose ONNX shape has a named (dynamic) dimension
+    or that should take another size; every other input takes its ONNX shape. The inputs written are seeded
+    random values (normal floats, zeros for integers). Returns the io.json dictionary."""
+    _, Tensor, dtypes, _, _ = _tg()
+    from tinygrad.nn.onnx import OnnxRunner
+    shapes = dict(shapes or {})
+    runner = OnnxRunner(path)
+    names, args = [], []
+    Tensor.manual_seed(seed)
+    for name, spec in runner.graph_inputs.items():
+        shape, dtname = shapes.pop(name, (None, None))
+        if shape is None:
+            if not all(isinstance(d, int) for d in spec.shape):
+                raise ValueError(f"uopc_tinygrad: ONNX input {name!r} has the dynamic shape {tuple(spec.shape)}; "
+                                 f"give it with --input {name}=D0,D1,...")
+            shape = tuple(spec.shape)
+        dt = getattr(dtypes, dtname) if dtname else spec.dtype
+        x = Tensor.randn(*shape, dtype=dt) if dtypes.is_float(dt) else Tensor.zeros(*shape, dtype=dt)
+        names.append(name)
+        args.append(x.contiguous().realize())
+    if shapes:
+        raise ValueError(f"uopc_tinygrad: the ONNX model has no input(s) {sorted(shapes)}; it has {list(runner.graph_inputs)}")
+    outputs = list(runner.graph_outputs)
+    weights = {k: v for k, v in runner.graph_values.items() if isinstance(v, Tensor)}
+
+    def fn(*xs):
+        res = runner(dict(zip(names, xs)))
+        return tuple(res[o] for o in outputs)
+    return export(fn, *args, out=out, model=weights, input_names=names, output_names=outputs)

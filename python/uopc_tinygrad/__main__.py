@@ -14,12 +14,40 @@ def main(argv=None) -> int:
         description="Export what a tinygrad program computes as a uopc graph.\n\n"
                     "FILE.py:FN names a function of a Python file; it is called with no arguments and returns\n"
                     "(fn, args, model): uopc_tinygrad.export(fn, *args, out=DIR, model=model) then runs.\n"
+                    "MODEL.onnx is exported through tinygrad's OnnxRunner (uopc_tinygrad.export_onnx): inputs,\n"
+                    "outputs and weights keep their ONNX names; inputs.safetensors holds seeded random inputs.\n"
                     "From Python, call uopc_tinygrad.export directly.\n\n" + uopc_tinygrad.__doc__.split("\n", 2)[2],
         epilog="Then: uopc DIR/graph.json -o OUT && uopc-run OUT/manifest.json --inputs DIR/inputs.safetensors "
                "--outputs result.safetensors")
-    ap.add_argument("target", metavar="FILE.py:FN", help="a function returning (fn, args, model)")
+    ap.add_argument("target", metavar="FILE.py:FN | MODEL.onnx", help="a function returning (fn, args, model), or an ONNX model")
     ap.add_argument("-o", "--out", required=True, metavar="DIR", help="where graph.json, io.json, inputs.safetensors go")
+    ap.add_argument("--input", action="append", default=[], metavar="NAME=SHAPE[:DTYPE]",
+                    help="ONNX only: the shape (D0,D1,...) and optionally dtype (float32, int64, ...) of an input")
     a = ap.parse_args(argv)
+    if a.target.endswith(".onnx"):
+        shapes = {}
+        for spec in a.input:
+            name, eq, rest = spec.rpartition("=")
+            dims, _, dt = rest.partition(":")
+            try:
+                shape = tuple(int(d) for d in dims.split(",") if d.strip())
+            except ValueError:
+                shape = None
+            if not eq or not name or shape is None or any(d < 0 for d in shape):
+                ap.error(f"--input expects NAME=D0,D1,...[:DTYPE], got {spec!r}")
+            shapes[name] = (shape, dt or None)
+        if not os.path.isfile(a.target):
+            ap.error(f"no such file: {a.target}")
+        try:
+            io = uopc_tinygrad.export_onnx(a.target, a.out, shapes)
+        except (ValueError, NotImplementedError, RuntimeError) as e:
+            print(f"python -m uopc_tinygrad: error: {e}", file=sys.stderr)
+            return 1
+        print(f"wrote {a.out}/graph.json, io.json, inputs.safetensors: {len(io['inputs'])} inputs, "
+              f"{len(io['outputs'])} outputs, {len(io['vars'])} variables")
+        return 0
+    elif a.input:
+        ap.error("--input is for ONNX models")
     path, _, name = a.target.rpartition(":")
     if not path or not name:
         ap.error("expected FILE.py:FN")

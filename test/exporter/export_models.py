@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
 """End to end from tinygrad programs: five models exported with uopc_tinygrad (an MLP, a CNN with batchnorm
-and pooling, a GPT block, a model sharded over two devices, a model with a symbolic size) and a function
-reading a view (a slice tinygrad binds without copying its buffer), compiled by uopc
-for C and LLVM, run by uopc-run through safetensors (--inputs/--outputs) and compared with tinygrad's own
-outputs (floats within rtol 1e-4, atol 1e-5).
+and pooling, a GPT block, a model sharded over two devices, a model with a symbolic size), a function
+reading a view (a slice tinygrad binds without copying its buffer), the idioms of real programs
+(`.contiguous()` and `Tensor.zeros/full` inside, a view as the output, a weight loaded lazily from a
+safetensors file on DISK) and an ONNX model of the `onnx` package's test data (SqueezeNet, through
+`python -m uopc_tinygrad MODEL.onnx`), compiled by uopc for C and LLVM, run by uopc-run through safetensors
+(--inputs/--outputs) and compared with tinygrad's own outputs (ONNX: ONNX Runtime's; floats within rtol 1e-4,
+atol 1e-5), on the inputs the export wrote and again on fresh random inputs (so that a value baked into the
+graph cannot pass).
 
 Runs under the Python that has tinygrad 0.14 (the venv scripts/setup-python.sh makes under build/). One line
 per model and target, then `N passed, M failed`; exits 1 on any failure.
@@ -11,12 +15,18 @@ per model and target, then `N passed, M failed`; exits 1 on any failure.
 import argparse
 import math
 import os
+import pathlib
 import struct
 import subprocess
 import sys
+import tempfile
 
 import uopc_tinygrad  # noqa: E402  (installed from ./python by scripts/setup-python.sh)
 from tinygrad import Tensor, Variable, nn  # noqa: E402
+from tinygrad.nn.state import safe_load, safe_save  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+import light_models  # noqa: E402
 
 DEVS = ("CPU", "CPU:1")
 
@@ -87,6 +97,31 @@ def models():
     # rows 1-2 of a realized buffer: tinygrad passes the slice itself (a SHRINK of the buffer) as a parameter
     w = Tensor.randn(4, 5).realize()[1:3].contiguous().realize()
     yield "view_input", (lambda x: x * w + 1), None, (Tensor.randn(2, 5),), {}
+    # the idioms of tinygrad's own models (LLaMA's blocks and BERT's gelu: .contiguous(); ViT's class token,
+    # GPT-2's and LLaMA's masks: Tensor.zeros/full; a last-token slice as the output; weights on DISK)
+    mlp2 = MLP()
+    yield "contiguous_inside", (lambda x: mlp2.l2(mlp2.l1(x).contiguous().gelu().contiguous())), mlp2, (Tensor.randn(3, 8),), {}
+    yield "zeros_full_inside", masked_attention, None, (Tensor.randn(2, 5, 4),), {}
+    lin = nn.Linear(4, 6)
+    yield "view_output", (lambda x: lin(x)[:, -1, :]), lin, (Tensor.randn(2, 3, 4),), {}
+    yield "lazy_disk_weight", disk_weight_fn(), None, (Tensor.randn(3, 4),), {}
+
+
+def masked_attention(x):
+    """Scores with a causal mask of -inf made by Tensor.full, plus a zeros tensor as a class token."""
+    t = x.shape[1]
+    mask = Tensor.full((t, t), float("-inf")).triu(1)
+    cls = Tensor.zeros(x.shape[0], 1, x.shape[2])
+    s = (x @ x.transpose(1, 2) / 2 + mask).softmax(-1) @ x
+    return s.cat(cls, dim=1)
+
+
+def disk_weight_fn():
+    """x @ w with w read lazily from a safetensors file (a DISK tensor copied to CPU when the graph runs)."""
+    path = os.path.join(tempfile.mkdtemp(prefix="uopc-disk-"), "w.safetensors")
+    safe_save({"w": Tensor.randn(4, 5).realize()}, path)
+    w = safe_load(path)["w"].to("CPU")
+    return lambda x: (x @ w).relu()
 
 
 def floats(b, code):
@@ -105,6 +140,136 @@ def compare(got, want, code):
     return None if not bad else f"{len(bad)}/{len(w)} elements off, first [{bad[0]}]: {g[bad[0]]} vs {w[bad[0]]}"
 
 
+def device_bytes(t):
+    """One tensor's bytes per device: [bytes] for one device, the shards (or copies) in device order else."""
+    t = t.realize()
+    if not isinstance(t.device, tuple):
+        return [bytes(t.data())]
+    axis, n, out = t.uop.axis, len(t.device), []
+    for d, dev in enumerate(t.device):
+        part = t.to(dev) if axis is None else t.shrink(tuple(
+            (d * t.shape[a] // n, (d + 1) * t.shape[a] // n) if a == axis else None for a in range(t.ndim))).to(dev)
+        out.append(bytes(part.contiguous().realize().data()))
+    return out
+
+
+def entries(name, t):
+    """safetensors-style {key: bytes} of a tensor: NAME, or NAME@0, NAME@1, ... on several devices."""
+    parts = device_bytes(t)
+    return {name: parts[0]} if len(parts) == 1 else {f"{name}@{d}": b for d, b in enumerate(parts)}
+
+
+def fresh_like(a):
+    """New random values of a's shape, dtype and devices (sharded the same way)."""
+    if isinstance(a.device, tuple):
+        return Tensor.randn(*a.shape, dtype=a.dtype).shard(a.device, axis=a.uop.axis).realize()
+    return Tensor.randn(*a.shape, dtype=a.dtype, device=a.device).realize()
+
+
+def run_and_compare(uopc_run, manifest, inputs_file, got_file, expected, variables):
+    cmd = [uopc_run, manifest, "--inputs", inputs_file, "--outputs", got_file] + [f"--var={k}={v}" for k, v in variables.items()]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode:
+        return f"uopc-run exit {p.returncode}: {p.stderr.strip().splitlines()[-1:]}"
+    got = uopc_tinygrad.read_safetensors(got_file)
+    for key, want in sorted(expected.items()):
+        if key not in got:
+            return f"no tensor {key} in {got_file} (has {sorted(got)})"
+        why = compare(got[key][2], want, got[key][0])
+        if why:
+            return f"{key}: {why}"
+    return None
+
+
+def check(args, name, out, io, runs, variables):
+    """Compiles out/graph.json for C and LLVM and runs it on each (label, inputs file, {output key: bytes}) of
+    runs. Returns (passed, failed)."""
+    passed = failed = 0
+    for target in ("c", "llvm"):
+        kdir = os.path.join(out, target)
+        subprocess.run(["rm", "-rf", kdir], check=True)
+        p = subprocess.run([args.uopc, os.path.join(out, "graph.json"), "-o", kdir, "--target", target],
+                           capture_output=True, text=True)
+        for label, inputs_file, expected in runs:
+            if p.returncode:
+                why = f"uopc exit {p.returncode}: {p.stderr.strip().splitlines()[-1:]}"
+            else:
+                why = run_and_compare(args.uopc_run, os.path.join(kdir, "manifest.json"), inputs_file,
+                                      os.path.join(out, f"outputs.{target}.{label}.safetensors"), expected, variables)
+            print(f"{'FAIL' if why else 'PASS'} {name} ({target}, {label} inputs)" + (f": {why}" if why else
+                  f": {len(io['inputs'])} inputs, {len(expected)} output tensors"))
+            passed, failed = passed + (why is None), failed + (why is not None)
+    return passed, failed
+
+
+def tinygrad_models(args):
+    passed = failed = 0
+    for name, fn, model, inputs, variables in models():
+        out = os.path.join(args.work, name)
+        try:
+            io = uopc_tinygrad.export(fn, *inputs, out=out, model=model)
+        except Exception as e:  # noqa: BLE001  (any failure of the export is this model's failure)
+            print(f"FAIL {name} (export): {type(e).__name__}: {str(e).splitlines()[:1]}")
+            failed += 1
+            continue
+
+        def expected_of(xs):
+            results = fn(*xs)
+            results = results if isinstance(results, tuple) else (results,)
+            want = {}
+            for j, r in enumerate(results):
+                want.update(entries(f"output{j}", r))
+            return want
+        runs = [("exported", os.path.join(out, "inputs.safetensors"), expected_of(inputs))]
+        # fresh values for every Tensor argument, the weights as exported
+        fresh = [fresh_like(a) if isinstance(a, Tensor) else a for a in inputs]
+        tensors = uopc_tinygrad.read_safetensors(os.path.join(out, "inputs.safetensors"))
+        for i, a in enumerate(fresh):
+            if isinstance(a, Tensor):
+                for key, blob in entries(f"input{i}", a).items():
+                    code, shape, old = tensors[key]
+                    assert len(old) == len(blob), (key, len(old), len(blob))
+                    tensors[key] = (code, shape, blob)
+        fresh_file = os.path.join(out, "fresh.safetensors")
+        uopc_tinygrad.write_safetensors(fresh_file, tensors)
+        runs.append(("fresh", fresh_file, expected_of(fresh)))
+        p, f = check(args, name, out, io, runs, variables)
+        passed, failed = passed + p, failed + f
+    return passed, failed
+
+
+def onnx_model(args, name="squeezenet"):
+    """An ONNX model of the onnx package's test data through the shell entry point, against ONNX Runtime."""
+    import numpy as np
+    import onnxruntime as ort
+    out = os.path.join(args.work, f"onnx_{name}")
+    os.makedirs(out, exist_ok=True)
+    model = os.path.join(out, f"{name}.onnx")
+    in_specs, out_names = light_models.prepare(name, model, seed=7)
+    p = subprocess.run([sys.executable, "-m", "uopc_tinygrad", model, "-o", out], capture_output=True, text=True)
+    if p.returncode:
+        print(f"FAIL onnx {name}: export exit {p.returncode}: {p.stderr.strip().splitlines()[-3:]}")
+        return 0, 1
+    with open(os.path.join(out, "io.json")) as f:
+        import json
+        io = json.load(f)
+    session = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    tensors = uopc_tinygrad.read_safetensors(os.path.join(out, "inputs.safetensors"))
+
+    def expected_of(feed):
+        return {o: r.astype(np.float32).tobytes() for o, r in zip(out_names, session.run(out_names, feed))}
+    exported = {n: np.frombuffer(tensors[n][2], np.float32).reshape(shape) for n, shape in in_specs}
+    rng = np.random.default_rng(11)
+    fresh = {n: rng.standard_normal(shape).astype(np.float32) for n, shape in in_specs}
+    for n, x in fresh.items():
+        tensors[n] = ("F32", list(x.shape), x.tobytes())
+    fresh_file = os.path.join(out, "fresh.safetensors")
+    uopc_tinygrad.write_safetensors(fresh_file, tensors)
+    runs = [("exported", os.path.join(out, "inputs.safetensors"), expected_of(exported)),
+            ("fresh", fresh_file, expected_of(fresh))]
+    return check(args, f"onnx {name}", out, io, runs, {})
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--uopc", required=True)
@@ -114,54 +279,12 @@ def main() -> int:
     passed = failed = 0
     # the shell entry point documents the same
     h = subprocess.run([sys.executable, "-m", "uopc_tinygrad", "--help"], capture_output=True, text=True)
-    ok = h.returncode == 0 and "NAME@0" in h.stdout and "io.json" in h.stdout
+    ok = h.returncode == 0 and "NAME@0" in h.stdout and "io.json" in h.stdout and "MODEL.onnx" in h.stdout
     print(f"{'PASS' if ok else 'FAIL'} python -m uopc_tinygrad --help")
     passed, failed = passed + ok, failed + (not ok)
-    for name, fn, model, inputs, variables in models():
-        out = os.path.join(args.work, name)
-        io = uopc_tinygrad.export(fn, *inputs, out=out, model=model)
-        results = fn(*inputs)
-        results = results if isinstance(results, tuple) else (results,)
-        expected = {}
-        for j, r in enumerate(results):
-            r = r.realize()
-            if isinstance(r.device, tuple):  # one tensor per device: the shards along the axis, or copies
-                axis = r.uop.axis
-                for d, dev in enumerate(r.device):
-                    part = r.to(dev) if axis is None else r.shrink(tuple(
-                        (d * r.shape[a] // len(r.device), (d + 1) * r.shape[a] // len(r.device)) if a == axis else None
-                        for a in range(r.ndim))).to(dev)
-                    expected[f"output{j}@{d}"] = bytes(part.contiguous().realize().data())
-            else:
-                expected[f"output{j}"] = bytes(r.data())
-        for target in ("c", "llvm"):
-            kdir = os.path.join(out, target)
-            subprocess.run(["rm", "-rf", kdir], check=True)
-            got_file = os.path.join(out, f"outputs.{target}.safetensors")
-            cmd = [args.uopc_run, os.path.join(kdir, "manifest.json"), "--inputs", os.path.join(out, "inputs.safetensors"),
-                   "--outputs", got_file] + [f"--var={k}={v}" for k, v in variables.items()]
-            why = None
-            p = subprocess.run([args.uopc, os.path.join(out, "graph.json"), "-o", kdir, "--target", target],
-                               capture_output=True, text=True)
-            if p.returncode:
-                why = f"uopc exit {p.returncode}: {p.stderr.strip().splitlines()[-1:]}"
-            else:
-                p = subprocess.run(cmd, capture_output=True, text=True)
-                if p.returncode:
-                    why = f"uopc-run exit {p.returncode}: {p.stderr.strip().splitlines()[-1:]}"
-            if why is None:
-                got = uopc_tinygrad.read_safetensors(got_file)
-                for key, want in sorted(expected.items()):
-                    if key not in got:
-                        why = f"no tensor {key} in {got_file} (has {sorted(got)})"
-                        break
-                    why = compare(got[key][2], want, got[key][0])
-                    if why:
-                        why = f"{key}: {why}"
-                        break
-            print(f"{'FAIL' if why else 'PASS'} {name} ({target})" + (f": {why}" if why else
-                  f": {len(io['inputs'])} inputs, {len(expected)} output tensors"))
-            passed, failed = passed + (why is None), failed + (why is not None)
+    for part in (tinygrad_models, onnx_model):
+        p, f = part(args)
+        passed, failed = passed + p, failed + f
     print(f"{passed} passed, {failed} failed")
     return 1 if failed or not passed else 0
 
