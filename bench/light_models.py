@@ -54,7 +54,7 @@ def prepare(name, dst, seed=0):
         sm = nodes.pop()
         outputs = [helper.make_tensor_value_info(sm.input[0], onnx.TensorProto.FLOAT, None)]
     model = helper.make_model(helper.make_graph(nodes, g.name, inputs, outputs, inits_kept),
-                              opset_imports=m.opset_import, ir_version=m.ir_version)
+                              opset_imports=m.opset_import, ir_version=max(m.ir_version, 7))
     os.makedirs(os.path.dirname(os.path.abspath(dst)), exist_ok=True)
     onnx.save(model, dst)
     return ([(i.name, [d.dim_value for d in i.type.tensor_type.shape.dim]) for i in inputs],

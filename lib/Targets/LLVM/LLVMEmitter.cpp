@@ -172,6 +172,17 @@ struct Emitter {
   std::vector<std::string> libdeviceUsers; ///< ops that call libdevice (PTX)
 
   Emitter(Context &c, int64_t dev, llvm::Module &m) : ctx(c), deviceNum(dev), lc(m.getContext()), mod(m), b(lc) {}
+  /// v with the `contract` flag when it is a float add, subtract or multiply of the graph's (an ALU op or an
+  /// accumulator's step): a multiply feeding an add may become one fused multiply-add, as C's
+  /// -ffp-contract=fast allows the C target's compiler; the one rounding less is within every tolerance
+  /// the corpora give. The emulations of other ops (a float modulo's x - q*y) stay uncontracted.
+  Value *contract(Value *v) {
+    if (auto *i = llvm::dyn_cast<llvm::BinaryOperator>(v);
+        i && (i->getOpcode() == llvm::Instruction::FAdd || i->getOpcode() == llvm::Instruction::FSub ||
+              i->getOpcode() == llvm::Instruction::FMul))
+      i->setHasAllowContract(true);
+    return v;
+  }
   bool gpu() const { return mapping != Mapping::Loops; }
 
   // ---- analysis -----------------------------------------------------------------------------------------
@@ -642,7 +653,7 @@ struct Emitter {
     switch (c.form) {
     case Form::Cmp: return b.CreateCmp(c.predicate(), a[0], a[1]);
     case Form::Max: e = b.CreateSelect(b.CreateCmp(c.predicate(), a[0], a[1]), a[1], a[0]); break;
-    case Form::Bin: e = b.CreateBinOp(c.binary(), a[0], a[1]); break;
+    case Form::Bin: e = contract(b.CreateBinOp(c.binary(), a[0], a[1])); break;
     case Form::Un: e = b.CreateUnOp(static_cast<llvm::Instruction::UnaryOps>(c.code), a[0]); break;
     case Form::Recip: e = b.CreateFDiv(llvm::ConstantFP::get(C, 1.0), a[0]); break;
     case Form::Intr: e = intrinsic(id, {a[0]}); break;
@@ -805,8 +816,8 @@ struct Emitter {
     Value *cur = b.CreateLoad(T, slot);
     Value *step;
     if (isF(dt)) {
-      step = op == Op::ADD ? b.CreateFAdd(cur, x.v)
-             : op == Op::MUL ? b.CreateFMul(cur, x.v)
+      step = op == Op::ADD ? contract(b.CreateFAdd(cur, x.v))
+             : op == Op::MUL ? contract(b.CreateFMul(cur, x.v))
                              : b.CreateSelect(b.CreateFCmpOLT(cur, x.v), x.v, cur);
     } else if (op == Op::MAX) {
       step = b.CreateSelect(isSignedInt(dt) ? b.CreateICmpSLT(cur, x.v) : b.CreateICmpULT(cur, x.v), x.v, cur);

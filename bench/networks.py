@@ -1,0 +1,326 @@
+#!/usr/bin/env python3
+"""Whole networks against what CPU users pick: the nine CNN architectures of the `onnx` package's test data
+(bench/light_models.py: seeded random weights, logits) and a BERT-base-like transformer encoder, each through
+tinygrad's OnnxRunner, the exporter (`python -m uopc_tinygrad MODEL.onnx`), uopc (C and LLVM) and uopc-run, checked
+against ONNX Runtime's output and timed side by side with ONNX Runtime, OpenVINO (when installed) and tinygrad
+0.14.0 (TinyJit, no BEAM): same thread count, alternating rounds, best time of each. Figures only, never asserted.
+
+Per model it prints: ms of each runtime, ORT/uopc (above 1: uopc is faster), uopc's GFLOP/s (the model's
+multiply-adds counted as 2 flops, from ONNX shape inference), uopc's compile seconds, the time to a runnable
+program (export + uopc + the first uopc-run, which builds the C kernels or JITs the LLVM modules, in an empty
+kernel cache) against tinygrad's first two calls (its JIT captures on the second), and the output's error
+against ONNX Runtime (max |uopc - ORT| / max |ORT|).
+
+Runs under the venv's Python (scripts/setup-python.sh: tinygrad 0.14.0, onnx, onnxruntime, OpenVINO if it installs).
+"""
+import argparse
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import light_models  # noqa: E402
+
+CNNS = list(light_models.MODELS)
+
+
+# ---------------------------------------------------------------------------------------------- the models
+def encoder_onnx(path, layers=2, batch=8, seq=128, hidden=768, heads=12, ffn=3072, seed=0):
+    """A BERT-base-like encoder (post-norm layers: self-attention, residual, LayerNorm, GELU feed-forward,
+    residual, LayerNorm) as an ONNX model of opset 17, seeded random weights; input x [batch, seq, hidden]."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(seed)
+    nodes, inits = [], []
+    hd = hidden // heads
+
+    def weight(name, shape, scale):
+        inits.append(numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name))
+        return name
+
+    def const(name, values, dtype=np.int64):
+        inits.append(numpy_helper.from_array(np.array(values, dtype=dtype), name))
+        return name
+
+    def node(op, ins, outs, **attrs):
+        nodes.append(helper.make_node(op, ins, outs, **attrs))
+        return outs[0]
+    const("shape_heads", [batch, seq, heads, hd])
+    const("shape_back", [batch, seq, hidden])
+    const("sqrt_half", [1 / math.sqrt(2)], np.float32)
+    const("one", [1.0], np.float32)
+    const("half", [0.5], np.float32)
+    const("scale", [1 / math.sqrt(hd)], np.float32)
+    x = "x"
+    for i in range(layers):
+        p = f"l{i}_"
+
+        def linear(inp, n_in, n_out, name):
+            y = node("MatMul", [inp, weight(p + name + "_w", (n_in, n_out), 1 / math.sqrt(n_in))], [p + name + "_mm"])
+            return node("Add", [y, weight(p + name + "_b", (n_out,), 0.02)], [p + name])
+
+        def split_heads(t, name):
+            r = node("Reshape", [t, "shape_heads"], [p + name + "_r"])
+            return node("Transpose", [r], [p + name + "_t"], perm=[0, 2, 1, 3])
+        q = split_heads(linear(x, hidden, hidden, "q"), "qh")
+        k = split_heads(linear(x, hidden, hidden, "k"), "kh")
+        v = split_heads(linear(x, hidden, hidden, "v"), "vh")
+        kt = node("Transpose", [k], [p + "kt"], perm=[0, 1, 3, 2])
+        s = node("Mul", [node("MatMul", [q, kt], [p + "qk"]), "scale"], [p + "scores"])
+        a = node("MatMul", [node("Softmax", [s], [p + "probs"], axis=-1), v], [p + "ctx"])
+        a = node("Reshape", [node("Transpose", [a], [p + "ctx_t"], perm=[0, 2, 1, 3]), "shape_back"], [p + "ctx_r"])
+        h = node("Add", [x, linear(a, hidden, hidden, "o")], [p + "res1"])
+        h = node("LayerNormalization", [h, const(p + "ln1_g", np.ones(hidden), np.float32),
+                                        const(p + "ln1_b", np.zeros(hidden), np.float32)], [p + "ln1"], axis=-1, epsilon=1e-12)
+        f = linear(h, hidden, ffn, "fc1")
+        g = node("Mul", [node("Mul", [f, "half"], [p + "gh"]),
+                         node("Add", ["one", node("Erf", [node("Mul", [f, "sqrt_half"], [p + "gs"])], [p + "ge"])], [p + "g1"])],
+                 [p + "gelu"])
+        f = linear(g, ffn, hidden, "fc2")
+        x = node("LayerNormalization", [node("Add", [h, f], [p + "res2"]), const(p + "ln2_g", np.ones(hidden), np.float32),
+                                        const(p + "ln2_b", np.zeros(hidden), np.float32)], [p + "ln2"], axis=-1, epsilon=1e-12)
+    graph = helper.make_graph(nodes, "encoder", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, seq, hidden])],
+                              [helper.make_tensor_value_info(x, TensorProto.FLOAT, [batch, seq, hidden])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, path)
+    return [("x", [batch, seq, hidden])], [x]
+
+
+def model_flops(path):
+    """2 x multiply-adds of Conv, Gemm and MatMul (ONNX shape inference)."""
+    import onnx
+    from onnx import numpy_helper, shape_inference
+    m = shape_inference.infer_shapes(onnx.load(path))
+    g = m.graph
+    shapes = {}
+    for vi in list(g.value_info) + list(g.input) + list(g.output):
+        dims = [d.dim_value for d in vi.type.tensor_type.shape.dim]
+        if dims and all(dims):
+            shapes[vi.name] = dims
+    for t in g.initializer:
+        shapes[t.name] = list(numpy_helper.to_array(t).shape)
+    flops = 0
+    for n in g.node:
+        if n.op_type == "Conv" and n.input[1] in shapes and n.output[0] in shapes:
+            w, y = shapes[n.input[1]], shapes[n.output[0]]
+            flops += 2 * math.prod(y) * math.prod(w[1:])
+        elif n.op_type in ("Gemm", "MatMul") and n.input[0] in shapes and n.output[0] in shapes:
+            a, y = shapes[n.input[0]], shapes[n.output[0]]
+            k = a[-1]
+            if n.op_type == "Gemm":
+                k = a[0] if any(a.name == "transA" and a.i for a in n.attribute) else a[-1]
+            flops += 2 * math.prod(y) * k
+    return flops
+
+
+# -------------------------------------------------------------------------------------------- the runners
+class Ort:
+    name = "ORT"
+
+    def __init__(self, path, feed, threads):
+        import onnxruntime as ort
+        so = ort.SessionOptions()
+        so.intra_op_num_threads, so.inter_op_num_threads = threads, 1
+        self.s, self.feed = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"]), feed
+
+    def __call__(self):
+        return self.s.run(None, self.feed)
+
+
+class OpenVino:
+    name = "OpenVINO"
+
+    def __init__(self, path, feed, threads):
+        import openvino as ov
+        core = ov.Core()
+        self.c = core.compile_model(core.read_model(path), "CPU", {"INFERENCE_NUM_THREADS": threads,
+                                                                   "PERFORMANCE_HINT": "LATENCY"})
+        self.req, self.feed = self.c.create_infer_request(), feed
+
+    def __call__(self):
+        return self.req.infer(self.feed)
+
+
+class Tinygrad:
+    """OnnxRunner under TinyJit (its kernels compiled on the first two calls: `first_s`)."""
+    name = "tinygrad"
+
+    def __init__(self, path, feed, threads):
+        from tinygrad import Tensor, TinyJit
+        from tinygrad.nn.onnx import OnnxRunner
+        runner = OnnxRunner(path)
+        outs = list(runner.graph_outputs)
+        self.jit = TinyJit(lambda **kw: [runner(kw)[o].realize() for o in outs])
+        self.feed = {k: Tensor(v).realize() for k, v in feed.items()}
+        t0 = time.perf_counter()
+        for _ in range(2):
+            self()
+        self.first_s = time.perf_counter() - t0
+
+    def __call__(self):
+        return [o.numpy() for o in self.jit(**self.feed)]
+
+
+def uopc_bench(uopc_run, manifest, inputs, threads, n, env):
+    """min ms of n runs of the manifest's steps (uopc-run --bench)."""
+    p = subprocess.run([uopc_run, manifest, "--inputs", inputs, "--threads", str(threads), "--bench", str(n)],
+                       capture_output=True, text=True, env=env)
+    if p.returncode:
+        raise RuntimeError(f"uopc-run --bench: exit {p.returncode}: {p.stderr.strip()[-300:]}")
+    m = re.search(r"min ([0-9.]+) us", p.stdout + p.stderr)
+    return float(m.group(1)) / 1e3
+
+
+def best_ms(f, n):
+    t = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        f()
+        t.append(time.perf_counter() - t0)
+    return min(t) * 1e3
+
+
+# ----------------------------------------------------------------------------------------------- the run
+def run_model(args, name, root):
+    os.makedirs(root, exist_ok=True)
+    model = os.path.join(root, f"{name}.onnx")
+    if name == "encoder":
+        ins, outs = encoder_onnx(model, layers=args.encoder_layers, batch=args.encoder_batch)
+    else:
+        ins, outs = light_models.prepare(name, model, seed=0)
+    flops = model_flops(model)
+    exp = os.path.join(root, "export")
+    t0 = time.perf_counter()
+    p = subprocess.run([sys.executable, "-m", "uopc_tinygrad", model, "-o", exp], capture_output=True, text=True)
+    export_s = time.perf_counter() - t0
+    if p.returncode:
+        raise RuntimeError(f"export failed: {p.stderr.strip()[-400:]}")
+    import uopc_tinygrad
+    tensors = uopc_tinygrad.read_safetensors(os.path.join(exp, "inputs.safetensors"))
+    feed = {n: np.frombuffer(tensors[n][2], np.float32).reshape(s) for n, s in ins}
+    inputs = os.path.join(exp, "inputs.safetensors")
+    row = {"model": name, "gflop": flops / 1e9, "export_s": export_s}
+    ort = Ort(model, feed, args.threads)
+    want = ort()[0].reshape(-1)
+    runners = [("ORT", ort)]
+    if not args.no_openvino:
+        try:
+            runners.append(("OpenVINO", OpenVino(model, feed, args.threads)))
+        except ImportError:
+            row["OpenVINO"] = None
+    if not args.no_tinygrad:
+        tg = Tinygrad(model, feed, args.threads)
+        row["tinygrad_first_s"] = tg.first_s
+        runners.append(("tinygrad", tg))
+    env = dict(os.environ)
+    for target in args.targets:
+        kdir = os.path.join(root, target)
+        subprocess.run(["rm", "-rf", kdir], check=True)
+        t0 = time.perf_counter()
+        p = subprocess.run([args.uopc, os.path.join(exp, "graph.json"), "-o", kdir, "--target", target],
+                           capture_output=True, text=True)
+        row[f"compile_s_{target}"] = time.perf_counter() - t0
+        if p.returncode:
+            raise RuntimeError(f"uopc --target {target}: {p.stderr.strip()[-400:]}")
+        # the first run in an empty kernel cache: the C kernels are built (LLVM: JIT-compiled) here
+        cache = tempfile.mkdtemp(prefix="uopc-bench-cache-")
+        env_t = dict(env, XDG_CACHE_HOME=cache)
+        got_file = os.path.join(root, f"out.{target}.safetensors")
+        t0 = time.perf_counter()
+        p = subprocess.run([args.uopc_run, os.path.join(kdir, "manifest.json"), "--inputs", inputs, "--outputs", got_file,
+                            "--threads", str(args.threads)], capture_output=True, text=True, env=env_t)
+        row[f"first_run_s_{target}"] = time.perf_counter() - t0
+        if p.returncode:
+            raise RuntimeError(f"uopc-run --target {target}: {p.stderr.strip()[-400:]}")
+        got = np.frombuffer(uopc_tinygrad.read_safetensors(got_file)[outs[0]][2], np.float32)
+        row[f"err_{target}"] = float(np.abs(got - want).max() / max(1e-30, np.abs(want).max())) if got.size == want.size else float("inf")
+        manifest = os.path.join(kdir, "manifest.json")
+        runners.append((f"uopc {target}", (lambda m=manifest, e=env_t: uopc_bench(args.uopc_run, m, inputs, args.threads, args.inner, e))))
+    # alternating rounds: each runner once per round (best of `inner` runs inside), the best round kept
+    times = {k: [] for k, _ in runners}
+    for _ in range(args.reps):
+        for k, f in runners:
+            if k.startswith("uopc"):
+                times[k].append(f())
+            else:
+                f()  # warm
+                times[k].append(best_ms(f, args.inner))
+    for k in times:
+        row[k] = min(times[k])
+    return row
+
+
+def fmt(v, spec):
+    return "-" if v is None else format(v, spec)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--uopc", required=True)
+    ap.add_argument("--uopc-run", required=True)
+    ap.add_argument("--work", default="build/networks", help="folder for the models, exports and kernels")
+    ap.add_argument("--models", default=",".join(CNNS + ["encoder"]), help="comma-separated (default: all nine CNNs and the encoder)")
+    ap.add_argument("--targets", default="c,llvm")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--reps", type=int, default=3, help="alternating rounds")
+    ap.add_argument("--inner", type=int, default=3, help="runs per runner per round (the best counts)")
+    ap.add_argument("--encoder-layers", type=int, default=2)
+    ap.add_argument("--encoder-batch", type=int, default=8)
+    ap.add_argument("--no-tinygrad", action="store_true")
+    ap.add_argument("--no-openvino", action="store_true")
+    ap.add_argument("--json", help="also write the rows here")
+    ap.add_argument("--quick", action="store_true", help="SqueezeNet only, C only, one round, no tinygrad or OpenVINO")
+    args = ap.parse_args()
+    if args.quick:
+        args.models, args.targets, args.reps, args.inner = "squeezenet", "c", 1, 1
+        args.no_tinygrad = args.no_openvino = True
+    args.targets = [t for t in args.targets.split(",") if t]
+    rows = []
+    for name in [m for m in args.models.split(",") if m]:
+        try:
+            row = run_model(args, name, os.path.join(args.work, name))
+        except Exception as e:  # noqa: BLE001  (one model's failure is reported, the others still run)
+            print(f"{name}: FAILED: {e}", flush=True)
+            rows.append({"model": name, "failed": str(e)})
+            continue
+        rows.append(row)
+        parts = [f"{name}: {row['gflop']:.2f} GFLOP", f"ORT {row['ORT']:.1f} ms"]
+        if "OpenVINO" in row:
+            parts.append(f"OpenVINO {fmt(row['OpenVINO'], '.1f')} ms")
+        if "tinygrad" in row:
+            parts.append(f"tinygrad {row['tinygrad']:.1f} ms (first calls {row['tinygrad_first_s']:.1f} s)")
+        for t in args.targets:
+            ms = row[f"uopc {t}"]
+            ready = row["export_s"] + row[f"compile_s_{t}"] + row[f"first_run_s_{t}"]
+            parts.append(f"uopc {t} {ms:.1f} ms, ORT/uopc {row['ORT'] / ms:.2f}, {row['gflop'] / ms:.1f} GFLOP/s, "
+                         f"compile {row[f'compile_s_{t}']:.2f} s, ready {ready:.1f} s, err {row[f'err_{t}']:.1e}")
+        print("; ".join(parts), flush=True)
+    ok = [r for r in rows if "failed" not in r]
+    print("\n| model | GFLOP | ORT ms | OpenVINO ms | tinygrad ms | " +
+          " | ".join(f"uopc {t} ms | ORT/uopc {t}" for t in args.targets) + " |")
+    print("|---" * (5 + 2 * len(args.targets)) + "|")
+    for r in ok:
+        print(f"| {r['model']} | {r['gflop']:.2f} | {r['ORT']:.1f} | {fmt(r.get('OpenVINO'), '.1f')} | "
+              f"{fmt(r.get('tinygrad'), '.1f')} | " +
+              " | ".join(f"{r[f'uopc {t}']:.1f} | {r['ORT'] / r[f'uopc {t}']:.3f}" for t in args.targets) + " |")
+    cnn = [r for r in ok if r["model"] != "encoder"]
+    for t in args.targets:
+        if cnn:
+            g = math.exp(sum(math.log(r["ORT"] / r[f"uopc {t}"]) for r in cnn) / len(cnn))
+            print(f"geometric mean ORT/uopc over {len(cnn)} CNNs, {t}: {g:.3f}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    return 1 if len(ok) < len(rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
