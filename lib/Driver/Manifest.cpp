@@ -143,6 +143,7 @@ manifest::Manifest manifestOf(const Schedule &s, Target target, const std::vecto
       j.local = artifacts.at(i).local;
       j.parallel = kernelParallel(st.call);
       j.opts = appliedOpts(kernelSink(st.call));
+      j.once = st.once;
       KernelWork w = kernelWork(kernelSink(s.kernels[st.kernel].call));
       j.estimates = manifest::Estimates{estimateOf(w.ops), estimateOf(w.loads), estimateOf(w.loadBytes),
                                         estimateOf(w.stores), estimateOf(w.storeBytes)};

@@ -652,6 +652,14 @@ void runRangeify(Graph &g, const PassContext &pc) {
     std::set<int> kernels;
     bool underReduce = false, constIndex = true;
   };
+  // whether an indexing moves along a reduction loop of its kernel
+  auto movesAlongReduce = [](const UOp *key) {
+    for (const UOp *u : toposort(key))
+      if (u->op == Op::RANGE && u->arg && u->arg->kind == ArgKind::Tuple && u->arg->count >= 2 &&
+          u->arg->elems()[1]->kind == ArgKind::AxisType && u->arg->elems()[1]->axisType() == AxisType::REDUCE)
+        return true;
+    return false;
+  };
   auto qualifies = [&](const UOp *s) -> bool {
     auto rit = readers.find(s);
     if (rit == readers.end() || rit->second.empty()) return true;
@@ -729,7 +737,12 @@ void runRangeify(Graph &g, const PassContext &pc) {
       return threefry || scalar || small || once ||
              (*cost <= kMaxRecompute && ((cheap && within(outWork, *numel)) || bounded));
     // a reduction is fused into its only consumer when that evaluates each of its elements exactly once:
-    // even under the consumer's own reduction (argmax's row max), the value sits outside that loop
+    // even under the consumer's own reduction (argmax's row max), where the value sits outside that loop.
+    // Not where the read moves along the consumer's reduction (a convolution summed by a global average
+    // pool): the two reductions would nest, and a nest of reductions gets no register tile (optimize)
+    for (auto &[k, cnt] : rit->second)
+      for (const Use &us : kernels[static_cast<size_t>(k)].uses)
+        if (us.value == s && us.underReduce && movesAlongReduce(us.key)) return false;
     return tripWork == *numel && kernelTrips.size() == 1;
   };
 

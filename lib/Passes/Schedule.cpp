@@ -393,6 +393,25 @@ struct Builder {
     }
   }
 
+  /// SchedStep::once: kernels marked once whose reads are all input parameters and whose writes are all
+  /// intermediates.
+  void markOnce() {
+    for (SchedStep &st : s.steps) {
+      if (st.kind != SchedStep::Kind::Kernel) continue;
+      const UOp *sink = kernelSink(st.call);
+      const Arg *info = sink->arg && sink->arg->kind == ArgKind::Record ? sink->arg->field("once") : nullptr;
+      if (!info || info->kind != ArgKind::Bool || !info->b() || !st.vars.empty()) continue;
+      std::vector<size_t> written = writtenSlots(st.call);
+      bool ok = true;
+      for (size_t i = 0; i < st.args.size() && ok; ++i) {
+        const SchedBuffer &b = s.buffers[st.args[i].buffer];
+        bool w = std::find(written.begin(), written.end(), i) != written.end();
+        ok = w ? !b.isParam : b.isParam && b.role == "input";
+      }
+      st.once = ok;
+    }
+  }
+
   void planMemory(const std::vector<const UOp *> &rootStates) {
     for (SchedBuffer &b : s.buffers) {
       if (b.isParam) continue;
@@ -412,6 +431,14 @@ struct Builder {
       else
         for (const BufRef &r : st.args) touch(r, static_cast<int64_t>(i));
     }
+    // what a once step writes is read in every run: it lives through all of them
+    for (const SchedStep &st : s.steps)
+      if (st.once)
+        for (size_t slot : writtenSlots(st.call)) {
+          const BufRef &r = st.args[slot];
+          if (!s.buffers[r.buffer].isParam)
+            s.buffers[r.buffer].lifetimes[r.device] = {0, static_cast<int64_t>(s.steps.size())};
+        }
     // an intermediate the function's SINK holds lives to the end
     for (const UOp *st : rootStates)
       if (auto it = bufferOf.find(rawBuffer(st)); it != bufferOf.end() && !s.buffers[it->second].isParam)
@@ -467,6 +494,7 @@ struct Builder {
     order(nodes);
     expand();
     roles();
+    markOnce();
     std::vector<const UOp *> rootStates(g.root->src().begin(), g.root->src().end());
     planMemory(rootStates);
   }

@@ -64,6 +64,10 @@ struct SchedStep {
   int64_t deviceNum = 0;      ///< the value of _device_num: the index of the device in the written buffer's
   std::vector<BufRef> args;   ///< in the CALL's argument order (kernel PARAM slot i = args[i])
   std::vector<std::string> vars; ///< the kernel's variables (scalar PARAMs but _device_num), sorted by name
+  /// Runs once per load of the inputs, not in every run: a kernel the optimizer marked so (KernelInfo once:
+  /// a re-layout of weights) that reads only parameters of role input and writes only intermediates, which
+  /// then live from the first step to the last (nothing else shares their memory).
+  bool once = false;
   // copies
   BufRef src, dst;
   int64_t bytes = 0;

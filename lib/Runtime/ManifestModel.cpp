@@ -384,6 +384,10 @@ struct Reader {
         st.opts.push_back(x.get<std::string>());
       }
     }
+    if (const Json *o = optField(s, "once")) {
+      if (!o->is_boolean()) fail("manifest: " + where + ".once is not true or false");
+      st.once = o->get<bool>();
+    }
     if (s.contains("parallel")) {
       if (gpu) fail("manifest: " + where + " (kernel " + st.label() + "): 'parallel' is for CPU targets");
       st.parallel = intField(s, "parallel", where, 2);
@@ -562,6 +566,7 @@ std::string toJson(const Manifest &m) {
       if (s.local) e["local"] = *s.local;
       if (s.parallel) e["parallel"] = s.parallel;
       if (!s.opts.empty()) e["opts"] = s.opts;
+      if (s.once) e["once"] = true;
       if (const Estimates *w = s.estimates ? &*s.estimates : nullptr)
         e["estimates"] = Json{{"ops", estimateJson(w->ops)},       {"loads", estimateJson(w->loads)},
                               {"load_bytes", estimateJson(w->loadBytes)}, {"stores", estimateJson(w->stores)},

@@ -99,6 +99,8 @@ struct Step {
   /// iterations [lo, hi) as two int64 arguments after the variables.
   int64_t parallel = 0;
   std::vector<std::string> opts; ///< the optimize pass's applied_opts for this kernel ("upcast:1:16")
+  /// Runs in the first run after the inputs are loaded only (a re-layout of weights; Schedule's SchedStep::once).
+  bool once = false;
   std::optional<Estimates> estimates;
   // copies
   Ref src, dst;

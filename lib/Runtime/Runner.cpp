@@ -177,12 +177,26 @@ public:
   }
 
   void load(const Inputs &inputs) override {
+    // the once steps run again when a parameter they read changes (--bench loads the same inputs each run)
+    std::set<size_t> onceReads;
+    for (const Step &s : m_.steps)
+      if (s.once)
+        for (const Ref &r : s.args)
+          if (r.isParam) onceReads.insert(r.index);
     for (size_t i = 0; i < m_.params.size(); ++i) {
       const Param &q = m_.params[i];
       auto it = inputs.find(q.slot);
-      for (size_t d = 0; d < q.devices.size(); ++d)
-        if (it != inputs.end()) std::memcpy(data_[i][d].get(), it->second[d].data(), static_cast<size_t>(q.bytes));
-        else std::memset(data_[i][d].get(), 0, static_cast<size_t>(q.bytes));
+      for (size_t d = 0; d < q.devices.size(); ++d) {
+        void *dst = data_[i][d].get();
+        size_t n = static_cast<size_t>(q.bytes);
+        if (it != inputs.end()) {
+          if (onceReads.count(i) && std::memcmp(dst, it->second[d].data(), n) != 0) onceDone_ = false;
+          std::memcpy(dst, it->second[d].data(), n);
+        } else {
+          if (onceReads.count(i)) onceDone_ = false;
+          std::memset(dst, 0, n);
+        }
+      }
     }
   }
 
@@ -191,6 +205,7 @@ public:
     std::vector<int64_t> vals;
     for (size_t i = 0; i < m_.steps.size(); ++i) {
       const Step &s = m_.steps[i];
+      if (s.once && onceDone_) continue; // (its result, a re-layout of weights, is still in its buffer)
       auto t0 = std::chrono::steady_clock::now();
       if (s.isCopy()) {
         std::memmove(pointer(s.dst), pointer(s.src), static_cast<size_t>(s.bytes));
@@ -216,6 +231,7 @@ public:
       }
       if (times) (*times)[i] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
+    onceDone_ = true;
   }
 
   void read(size_t param, size_t dev, void *dst) override {
@@ -231,6 +247,7 @@ private:
   void *handle_ = nullptr;
   std::unique_ptr<KernelJit> jit_; // target llvm: the kernels' modules, run in-process
   ThreadPool pool_;                // the threads of split kernels
+  bool onceDone_ = false;          // the once steps ran since the inputs were loaded
 
   void *pointer(const Ref &r) const {
     if (r.isParam) return data_[r.index][r.dev].get();
