@@ -300,7 +300,7 @@ def main() -> int:
         for t in args.targets:
             ms = row[f"uopc {t}"]
             ready = row["export_s"] + row[f"compile_s_{t}"] + row[f"first_run_s_{t}"]
-            parts.append(f"uopc {t} {ms:.1f} ms, ORT/uopc {row['ORT'] / ms:.2f}, {row['gflop'] / ms:.1f} GFLOP/s, "
+            parts.append(f"uopc {t} {ms:.1f} ms, ORT/uopc {row['ORT'] / ms:.2f}, {row['gflop'] / ms * 1e3:.1f} GFLOP/s, "
                          f"compile {row[f'compile_s_{t}']:.2f} s, ready {ready:.1f} s, err {row[f'err_{t}']:.1e}")
         print("; ".join(parts), flush=True)
     ok = [r for r in rows if "failed" not in r]

@@ -12,7 +12,8 @@
 //   for k { for u < 8 { a = A[i*8+u, k]; for v < 16 { acc[u][v] += a * B[k, j*16+v] } } }
 // where A is loaded once for 16 lanes and B once for 8: the C and LLVM compilers unroll the lane loops
 // and vectorize the unit-stride one. Every output element is still reduced in the same order, so the
-// results are bitwise those of the loops without opts.
+// results are those of the loops without opts up to the one rounding a fused multiply-add saves, where the
+// compiler fuses in one loop shape and not in the other (-ffp-contract=fast, LLVM's contract flags).
 //
 // The choice (level 2, the default), per kernel that is one store over constant output loops with
 // REDUCEs (none nested in another's body) whose buffer reads all have constant strides in its loops:
@@ -457,9 +458,106 @@ std::optional<std::vector<Opt>> chooseChannelTile(Context &c, const Shape &s,
   return std::nullopt;
 }
 
+/// The conditions of a kernel's stored value: its reads' gates (and WHERE(c, i, Invalid) indexes) and its
+/// WHERE selections, split at their ANDs.
+std::vector<const UOp *> valueConditions(const UOp *value) {
+  std::vector<const UOp *> work, conds;
+  for (const UOp *x : toposort(value)) {
+    if (x->op == Op::WHERE && x->src(0)->dtype == DType::Bool) work.push_back(x->src(0));
+    if (x->op == Op::INDEX && x->nsrc >= 2) {
+      const UOp *i = x->src(1);
+      if (i->op == Op::WHERE && i->src(2)->op == Op::CONST && i->src(2)->arg && i->src(2)->arg->kind == ArgKind::Invalid)
+        work.push_back(i->src(0));
+      for (const UOp *g : x->src().subspan(2)) work.push_back(g);
+    }
+  }
+  while (!work.empty()) {
+    const UOp *g = work.back();
+    work.pop_back();
+    if (g->op == Op::AND && g->dtype == DType::Bool) work.insert(work.end(), {g->src(0), g->src(1)});
+    else conds.push_back(g);
+  }
+  std::sort(conds.begin(), conds.end());
+  conds.erase(std::unique(conds.begin(), conds.end()), conds.end());
+  return conds;
+}
+
+/// x simplified (symbolic rules with range analysis), as the split pieces are.
+const UOp *simplifiedExpr(Context &c, const UOp *x) {
+  SymbolicCtx sc;
+  return simplifyWith(c, x, symRules(), &sc);
+}
+
+/// The kernel shape of output loop a's iterations [lo, hi) alone (a split's piece): a's range of hi - lo
+/// iterations, shifted by lo, the value simplified; nullopt when that is no shape the opts apply to.
+std::optional<Shape> pieceShape(Context &c, const Shape &s, size_t a, int64_t lo, int64_t hi) {
+  const UOp *r = s.axes[a];
+  const UOp *m = c.make(Op::RANGE, r->dtype, {c.constInt(r->dtype, hi - lo)}, r->arg, r->tag);
+  const UOp *shifted = lo ? c.make(Op::ADD, r->dtype, {m, c.constInt(r->dtype, lo)}) : m;
+  std::vector<const UOp *> src{simplifiedExpr(c, substitute(c, s.store, {{r, shifted}}))};
+  for (size_t k = 0; k < s.axes.size(); ++k) src.push_back(k == a ? m : s.axes[k]);
+  const UOp *end = c.make(Op::END, s.end->dtype, src, s.end->arg, s.end->tag);
+  return shapeOf(c.make(Op::SINK, DType::Void, {end}));
+}
+
+/// A concatenation's seams: an output loop a (of at most 4,096 iterations) along which the conditions of the
+/// stored value that depend on a alone (no other loop, no reduction loop, no loaded data) change their truth
+/// at one or two points lo < hi inside it. tinygrad concatenates by padding each part to the whole and
+/// adding: a convolution written into 32 of DenseNet's 256 channels runs, unsplit, its reduction over all
+/// 256, gated. split:a:lo:hi cuts the parts apart (the simplifier drops what a piece's gates rule out); for
+/// one seam K the piece kept as the main one ([0, K) or [K, n)) is the one with the reductions left.
+std::optional<Opt> seamSplit(Context &c, const Shape &s) {
+  std::vector<const UOp *> conds = valueConditions(s.store->src(1));
+  RangeInfo ri;
+  for (size_t a = 0; a < s.axes.size(); ++a) {
+    int64_t n = s.sizes[a];
+    if (n > 4096) continue;
+    std::set<int64_t> seams;
+    for (const UOp *g : conds) {
+      auto cone = toposort(g);
+      if (std::any_of(cone.begin(), cone.end(), [](const UOp *u) { return u->op == Op::INDEX || u->op == Op::LOAD; })) continue;
+      if (indexStride(g, s.axes[a]) == std::optional<int64_t>(0)) continue;
+      bool alone = true;
+      for (size_t b = 0; b < s.axes.size(); ++b)
+        alone = alone && (b == a || indexStride(g, s.axes[b]) == std::optional<int64_t>(0));
+      for (const UOp *rr : s.reduceRanges) alone = alone && indexStride(g, rr) == std::optional<int64_t>(0);
+      for (const UOp *u : cone) alone = alone && (u->op != Op::RANGE || u == s.axes[a]);
+      if (!alone) continue;
+      int prev = -1;
+      for (int64_t v = 0; v < n && seams.size() <= 2; ++v) {
+        const UOp *x = substitute(c, g, {{s.axes[a], c.constInt(s.axes[a]->dtype, v)}});
+        int t = ri.vmin(x) >= 1 ? 1 : ri.vmax(x) <= 0 ? 0 : -2;
+        if (t < 0) break;
+        if (prev >= 0 && t != prev) seams.insert(v);
+        prev = t;
+      }
+    }
+    if (seams.empty() || seams.size() > 2) continue;
+    int64_t lo = *seams.begin(), hi = seams.size() == 2 ? *seams.rbegin() : n;
+    if (seams.size() == 1) { // the main piece: the side with the reductions left
+      auto right = pieceShape(c, s, a, lo, n), left = pieceShape(c, s, a, 0, lo);
+      bool r = right && !right->reduces.empty(), l = left && !left->reduces.empty();
+      if (l && !r) hi = lo, lo = 0;
+    }
+    return Opt{Opt::Split, a, lo, hi};
+  }
+  return std::nullopt;
+}
+
 /// The opts of level 2 for kernel shape s (see the file comment).
-std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target) {
+std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target, bool seams = true) {
   if (s.reduces.empty() || s.reads.empty()) return {};
+  // a concatenation's parts first (seamSplit), then the opts of the main piece
+  if (seams)
+    if (auto cut = seamSplit(c, s))
+      if (auto piece = pieceShape(c, s, cut->axis, cut->amount, cut->hi)) {
+        std::vector<Opt> opts{*cut};
+        for (const Opt &o : chooseOpts(c, *piece, target, false)) {
+          if (o.kind == Opt::Split && o.axis == cut->axis) continue; // (one split a loop)
+          opts.push_back(o);
+        }
+        return opts;
+      }
   // strides[read][axis]
   std::vector<std::vector<std::optional<int64_t>>> strides;
   for (const UOp *rd : s.reads) {
@@ -589,9 +687,14 @@ struct Optimizer {
   /// relayout:AXIS:SLOT in piece p, after its upcasts: each read W[stride*(o*lanes + l) + rest] (o AXIS's outer
   /// loop, l its lanes) becomes Q[o*stride*lanes + rest*lanes + l] of the re-laid-out copy Q.
   template <typename Bad>
-  void relayoutPiece(Piece &p, const Opt &o, int64_t rows, std::vector<Relayout> &out, Bad bad) {
+  bool relayoutPiece(Piece &p, const Opt &o, std::vector<Relayout> &out, Bad bad) {
+    bool reads = false;
+    for (const UOp *u : toposort(p.store))
+      reads |= u->op == Op::INDEX && u->src(0)->op == Op::PARAM && ParamArg::slotOf(u->src(0)->arg) == o.amount;
+    if (!reads) return false;
+    int64_t rows = p.sizes[o.axis];
     auto it = p.upcastOf.find(o.axis);
-    if (it == p.upcastOf.end()) bad("the loop is not upcast in every piece of the kernel");
+    if (it == p.upcastOf.end()) bad("the loop is not upcast in every piece that reads the buffer");
     auto [outer, lane] = it->second;
     auto lanes = constBound(lane->src(0));
     std::unordered_map<const UOp *, const UOp *> sub;
@@ -622,8 +725,8 @@ struct Optimizer {
       if (outer) ni = c.make(Op::ADD, dt, {c.make(Op::MUL, dt, {outer, cst(*st * n)}), ni});
       sub[u] = c.make(Op::INDEX, u->dtype, {q, simplified(ni)}, u->arg, u->tag);
     }
-    if (sub.empty()) bad("the kernel does not read that argument");
     p.store = substitute(c, p.store, sub);
+    return true;
   }
 
   /// partial:R:A: each REDUCE whose last loop is reduction range R (size N, A dividing it) becomes
@@ -688,7 +791,7 @@ struct Optimizer {
       if (u->op == Op::RANGE) next = std::max(next, rangeNumber(u) + 1);
     std::vector<Piece> before, after;
     Piece main{s.store, s.axes, s.sizes, {}, {}};
-    std::vector<bool> done(s.axes.size(), false), unrolled(s.reduceRanges.size(), false), split(s.axes.size(), false);
+    std::vector<bool> done(s.axes.size(), false), unrolled(s.reduceRanges.size(), false);
     std::vector<Opt> relayoutOpts;
     std::vector<const Arg *> texts;
     auto shifted = [&](const UOp *r, int64_t by) { return by ? c.make(Op::ADD, r->dtype, {r, c.constInt(r->dtype, by)}) : r; };
@@ -704,7 +807,6 @@ struct Optimizer {
       }
       if (o.kind == Opt::Relayout) { // after every upcast, below
         if (o.axis >= s.axes.size()) bad("the kernel has " + std::to_string(s.axes.size()) + " output loops");
-        if (split[o.axis]) bad("the loop is split");
         relayoutOpts.push_back(o);
         texts.push_back(c.argString(o.text()));
         continue;
@@ -716,7 +818,6 @@ struct Optimizer {
       if (o.kind == Opt::Split) {
         if (!main.lanes.empty()) bad("splits come before the upcasts");
         const UOp *r = main.axes[o.axis];
-        split[o.axis] = true;
         int64_t lo = o.amount, hi = o.hi, n = main.sizes[o.axis];
         if (hi > n) bad("the loop has " + std::to_string(n) + " iterations");
         auto piece = [&](int64_t a, int64_t b) {
@@ -783,9 +884,11 @@ struct Optimizer {
         fail("pass 'optimize': kernel " + name + ": opt " + o.text() + ": " + why);
       };
       if (!done[o.axis]) bad("the loop is not upcast");
-      relayoutPiece(main, o, s.sizes[o.axis], relayouts, bad);
-      for (Piece &p : before) relayoutPiece(p, o, s.sizes[o.axis], relayouts, bad);
-      for (Piece &p : after) relayoutPiece(p, o, s.sizes[o.axis], relayouts, bad);
+      // (each piece that reads the buffer: of a split loop, the piece's rows; they must agree)
+      bool read = relayoutPiece(main, o, relayouts, bad);
+      for (Piece &p : before) read |= relayoutPiece(p, o, relayouts, bad);
+      for (Piece &p : after) read |= relayoutPiece(p, o, relayouts, bad);
+      if (!read) bad("the kernel does not read that argument");
     }
     std::vector<const UOp *> ends;
     auto endOf = [&](const Piece &p) {

@@ -234,7 +234,7 @@ void optimizeO2(llvm::Module &m, llvm::TargetMachine *tm, bool targetPasses) {
   pb.registerFunctionAnalyses(fam);
   pb.registerLoopAnalyses(lam);
   pb.crossRegisterProxies(lam, fam, cgam, mam);
-  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2);
+  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(targetPasses ? llvm::OptimizationLevel::O2 : llvm::OptimizationLevel::O3);
   if (!targetPasses) {
     // One more round of SLP after -O2 (the lanes of a register tile, unrolled by then, packed into vectors).
     llvm::FunctionPassManager fpm;

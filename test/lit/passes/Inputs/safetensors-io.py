@@ -1,6 +1,7 @@
 """Helpers of the optimizer's end-to-end lit tests (safetensors files by parameter name):
   safetensors-io.py random MANIFEST OUT.safetensors [SEED]   every input parameter of the manifest, random floats
   safetensors-io.py close A.safetensors B.safetensors RTOL     the same tensors, float32 within RTOL of the largest
+  safetensors-io.py closebin A.bin B.bin RTOL                  raw little-endian float32 files, the same way
 Exits 1 (with a message) when the files differ beyond RTOL."""
 import json
 import random
@@ -40,7 +41,12 @@ if sys.argv[1] == "random":
                for p in m["params"] if p["role"] == "input"}
     write(sys.argv[3], tensors)
 else:
-    a, b, rtol = read(sys.argv[2]), read(sys.argv[3]), float(sys.argv[4])
+    if sys.argv[1] == "closebin":
+        raw = [open(f, "rb").read() for f in sys.argv[2:4]]
+        a, b = ({"data": struct.unpack(f"<{len(r) // 4}f", r)} for r in raw)
+    else:
+        a, b = read(sys.argv[2]), read(sys.argv[3])
+    rtol = float(sys.argv[4])
     if sorted(a) != sorted(b):
         sys.exit(f"different tensors: {sorted(a)} vs {sorted(b)}")
     for k in a:
