@@ -370,6 +370,12 @@ int64_t stripLanes(const Shape &s, const std::vector<std::vector<std::optional<i
   return best;
 }
 
+/// x simplified (symbolic rules with range analysis), as the split pieces are.
+const UOp *simplifiedExpr(Context &c, const UOp *x) {
+  SymbolicCtx sc;
+  return simplifyWith(c, x, symRules(), &sc);
+}
+
 /// The constant stride > 0 of read `rd` along range r when relayout can re-lay its buffer out with r's lanes
 /// innermost: an ungated INDEX(PARAM, s*r + rest) whose rest lies in [0, s) whatever the other loops are
 /// (so that row r of the buffer is the s elements from s*r on), the kernel's only read of that buffer.
@@ -385,9 +391,47 @@ std::optional<int64_t> relayoutStride(Context &c, const Shape &s, const UOp *rd,
   for (const UOp *u : toposort(idx))
     if (u->op == Op::CONST && u->arg && u->arg->kind == ArgKind::Invalid) return std::nullopt;
   RangeInfo ri;
-  const UOp *rest = substitute(c, idx, {{r, c.constInt(r->dtype, 0)}});
+  // (a loop that moves the read by whole blocks of r's rows, a grouped convolution's group loop, is no part
+  // of a row)
+  auto n = constBound(r->src(0));
+  std::unordered_map<const UOp *, const UOp *> zero{{r, c.constInt(r->dtype, 0)}};
+  auto kernelLoop = [&](const UOp *u) {
+    return std::find(s.axes.begin(), s.axes.end(), u) != s.axes.end() ||
+           std::find(s.reduceRanges.begin(), s.reduceRanges.end(), u) != s.reduceRanges.end();
+  };
+  for (const UOp *u : toposort(idx))
+    if (auto us = u->op == Op::RANGE && u != r && n && !kernelLoop(u) ? indexStride(idx, u) : std::nullopt;
+        us && *us != 0 && *us % (*st * static_cast<int64_t>(*n)) == 0)
+      zero[u] = c.constInt(u->dtype, 0);
+  const UOp *rest = substitute(c, idx, zero);
   if (ri.vmin(rest) < 0 || ri.vmax(rest) >= *st) return std::nullopt;
   return st;
+}
+
+/// A grouped convolution's groups: the size K of output loop a's groups when a read's index divides a's
+/// counter by K (K dividing a's n iterations into 2 to 64 groups): block:a:K then makes the group a loop of
+/// its own, outside, and a's loop the channels of one group, along which that read stays put.
+std::optional<int64_t> groupSize(const Shape &s, size_t a) {
+  for (const UOp *rd : s.reads)
+    for (const UOp *u : toposort(rd->src(1)))
+      if ((u->op == Op::CDIV || u->op == Op::FLOORDIV) && u->src(0) == s.axes[a])
+        if (auto k = constBound(u->src(1)); k && *k > 1 && s.sizes[a] % static_cast<int64_t>(*k) == 0) {
+          int64_t groups = s.sizes[a] / static_cast<int64_t>(*k);
+          if (groups >= 2 && groups <= 64) return static_cast<int64_t>(*k);
+        }
+  return std::nullopt;
+}
+
+/// The kernel shape with output loop a blocked by K (block:a:K): a's counter outer*K + inner, the value
+/// simplified, inner in a's place (outer a free loop around the kernel's).
+std::optional<Shape> blockedShape(Context &c, const Shape &s, size_t a, int64_t k) {
+  const UOp *r = s.axes[a];
+  int64_t number = 1 << 21; // (a fresh range number: only the analysis sees this loop)
+  const UOp *outer = rangeLike(c, r, s.sizes[a] / k, number, std::nullopt);
+  const UOp *inner = c.make(Op::RANGE, r->dtype, {c.constInt(r->dtype, k)}, r->arg, r->tag);
+  std::vector<const UOp *> src{simplifiedExpr(c, substitute(c, s.store, {{r, combinedIndex(c, outer, k, inner)}}))};
+  for (size_t b = 0; b < s.axes.size(); ++b) src.push_back(b == a ? inner : s.axes[b]);
+  return shapeOf(c.make(Op::SINK, DType::Void, {c.make(Op::END, s.end->dtype, src, s.end->arg, s.end->tag)}));
 }
 
 /// The channel tile: a kernel whose reductions read one or more buffers (weights) that move along an output
@@ -417,7 +461,7 @@ std::optional<std::vector<Opt>> chooseChannelTile(Context &c, const Shape &s,
     for (size_t k = 0; k < s.reads.size() && ok; ++k) {
       if (!strides[k][oa]) ok = false;
       else if (*strides[k][oa] == 0) continue;
-      else if (relayoutStride(c, s, s.reads[k], s.axes[oa])) weights.push_back(k);
+      else if (auto st = relayoutStride(c, s, s.reads[k], s.axes[oa]); st && *st > 1) weights.push_back(k);
       else ok = false;
     }
     if (!ok || weights.empty() || weights.size() == s.reads.size()) continue;
@@ -482,12 +526,6 @@ std::vector<const UOp *> valueConditions(const UOp *value) {
   return conds;
 }
 
-/// x simplified (symbolic rules with range analysis), as the split pieces are.
-const UOp *simplifiedExpr(Context &c, const UOp *x) {
-  SymbolicCtx sc;
-  return simplifyWith(c, x, symRules(), &sc);
-}
-
 /// The kernel shape of output loop a's iterations [lo, hi) alone (a split's piece): a's range of hi - lo
 /// iterations, shifted by lo, the value simplified; nullopt when that is no shape the opts apply to.
 std::optional<Shape> pieceShape(Context &c, const Shape &s, size_t a, int64_t lo, int64_t hi) {
@@ -547,6 +585,17 @@ std::optional<Opt> seamSplit(Context &c, const Shape &s) {
 /// The opts of level 2 for kernel shape s (see the file comment).
 std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target, bool seams = true) {
   if (s.reduces.empty() || s.reads.empty()) return {};
+  // a grouped convolution's groups first (groupSize), then the opts of one group's channels
+  if (seams)
+    for (size_t a = 0; a < s.axes.size(); ++a)
+      if (auto k = groupSize(s, a))
+        if (auto blocked = blockedShape(c, s, a, *k)) {
+          std::vector<Opt> inner = chooseOpts(c, *blocked, target, false);
+          if (std::any_of(inner.begin(), inner.end(), [](const Opt &o) { return o.kind == Opt::Relayout; })) {
+            inner.insert(inner.begin(), Opt{Opt::Block, a, *k});
+            return inner;
+          }
+        }
   // a concatenation's parts first (seamSplit), then the opts of the main piece
   if (seams)
     if (auto cut = seamSplit(c, s))
@@ -692,38 +741,46 @@ struct Optimizer {
     for (const UOp *u : toposort(p.store))
       reads |= u->op == Op::INDEX && u->src(0)->op == Op::PARAM && ParamArg::slotOf(u->src(0)->arg) == o.amount;
     if (!reads) return false;
-    int64_t rows = p.sizes[o.axis];
     auto it = p.upcastOf.find(o.axis);
     if (it == p.upcastOf.end()) bad("the loop is not upcast in every piece that reads the buffer");
     auto [outer, lane] = it->second;
-    auto lanes = constBound(lane->src(0));
+    int64_t n = static_cast<int64_t>(*constBound(lane->src(0)));
     std::unordered_map<const UOp *, const UOp *> sub;
     for (const UOp *u : toposort(p.store)) {
       if (u->op != Op::INDEX || u->src(0)->op != Op::PARAM || ParamArg::slotOf(u->src(0)->arg) != o.amount) continue;
       if (u->nsrc != 2) bad("the read is gated");
       const UOp *idx = u->src(1);
       auto st = indexStride(idx, lane);
-      if (!st || *st <= 0 || (outer && indexStride(idx, outer) != std::optional<int64_t>(*st * static_cast<int64_t>(*lanes))))
+      if (!st || *st <= 0 || (outer && indexStride(idx, outer) != std::optional<int64_t>(*st * n)))
         bad("the read does not move by a constant stride along the loop");
       DType dt = idx->dtype;
+      // the row blocks: the loops that move the read by whole blocks of n rows (the lanes' outer loop, a
+      // cache block or a group's loop around them); the rest of the index is the row's element
       std::unordered_map<const UOp *, const UOp *> zero{{lane, c.constInt(lane->dtype, 0)}};
-      if (outer) zero[outer] = c.constInt(outer->dtype, 0);
+      const UOp *blocks = c.constInt(dt, 0);
+      for (const UOp *r : toposort(idx)) {
+        if (r->op != Op::RANGE || r == lane || (r != outer && std::find(p.blocks.begin(), p.blocks.end(), r) == p.blocks.end()))
+          continue;
+        auto rs = indexStride(idx, r);
+        if (!rs || *rs == 0 || *rs % (*st * n)) continue;
+        zero[r] = c.constInt(r->dtype, 0);
+        blocks = c.make(Op::ADD, dt, {blocks, c.make(Op::MUL, dt, {r, c.constInt(dt, *rs)})});
+      }
       const UOp *rest = simplified(substitute(c, idx, zero));
       RangeInfo ri;
       if (ri.vmin(rest) < 0 || ri.vmax(rest) >= *st) bad("the read's row is not the stride's elements");
+      blocks = simplified(blocks);
+      int64_t rows = static_cast<int64_t>(ri.vmax(blocks) / (*st * n) + 1) * n;
       const UOp *W = u->src(0);
       auto size = constBound(W->src(0));
-      int64_t n = static_cast<int64_t>(*lanes);
-      if (!size || Bound(rows) * *st > *size) bad("the rows the loop reads go past the buffer");
+      if (!size || ri.vmin(blocks) < 0 || Bound(rows) * *st > *size) bad("the rows the loop reads go past the buffer");
       auto found = std::find_if(out.begin(), out.end(), [&](const Relayout &r) { return r.slot == o.amount; });
       if (found != out.end() && (found->stride != *st || found->lanes != n || found->rows != rows))
         bad("the pieces of the kernel read the buffer differently");
       if (found == out.end()) out.push_back({o.amount, rows, *st, n, W});
       const UOp *q = c.make(Op::PARAM, W->dtype, {c.constInt(W->src(0)->dtype, rows * *st)}, W->arg);
-      auto cst = [&](int64_t v) { return c.constInt(dt, v); };
-      const UOp *ni = c.make(Op::ADD, dt, {c.make(Op::MUL, dt, {rest, cst(n)}), lane});
-      if (outer) ni = c.make(Op::ADD, dt, {c.make(Op::MUL, dt, {outer, cst(*st * n)}), ni});
-      sub[u] = c.make(Op::INDEX, u->dtype, {q, simplified(ni)}, u->arg, u->tag);
+      const UOp *ni = c.make(Op::ADD, dt, {c.make(Op::MUL, dt, {rest, c.constInt(dt, n)}), lane});
+      sub[u] = c.make(Op::INDEX, u->dtype, {q, simplified(c.make(Op::ADD, dt, {blocks, ni}))}, u->arg, u->tag);
     }
     p.store = substitute(c, p.store, sub);
     return true;

@@ -205,29 +205,14 @@ void build(const fs::path &cache, const fs::path &so, const std::string &key, co
   if (ec) fail("cannot store the compiled kernels in '" + so.string() + "': " + ec.message());
 }
 
-/// Whether an executable `name` is on $PATH.
-bool onPath(const std::string &name) {
-  const char *path = std::getenv("PATH");
-  std::string_view rest = path ? path : "";
-  while (!rest.empty()) {
-    size_t colon = rest.find(':');
-    std::string_view d = rest.substr(0, colon);
-    if (!d.empty() && ::access((std::string(d) + "/" + name).c_str(), X_OK) == 0) return true;
-    if (colon == std::string_view::npos) break;
-    rest = rest.substr(colon + 1);
-  }
-  return false;
-}
-
 } // namespace
 
 std::string cCompiler() {
   const char *cc = std::getenv("UOPC_CC");
-  if (cc && *cc) return cc;
-  // clang where it is installed: its code for the optimizer's register tiles is the faster (ResNet-50's 3x3
-  // convolution, one thread: clang 14 1.95 ms, gcc 12 3.17 ms, the same C)
-  static const std::string found = onPath("clang") ? "clang" : "cc";
-  return found;
+  // (cc, gcc on Debian: clang 14 builds the channel tile's convolutions faster, ResNet-50's 3x3 one in 1.95
+  // ms where gcc 12 takes 3.2, but kernels whose accumulators track Invalid lanes 5 to 25 times slower:
+  // VGG-19's first convolutions, 8.6 -> 209 ms)
+  return cc && *cc ? cc : "cc";
 }
 
 std::string kernelCacheDir() {

@@ -13,7 +13,7 @@
 namespace uopc {
 namespace fs = std::filesystem;
 
-/// The compiler command: $UOPC_CC, else "clang" when it is on $PATH, else "cc".
+/// The compiler command: $UOPC_CC, else "cc".
 std::string cCompiler();
 /// The flags every kernel is compiled with.
 /// C kernels are built for the CPU the manifest names (`uopc --cpu`, default native: -march=native), at
