@@ -4,6 +4,7 @@
 // the order the targets render it in (see lib/Passes/Linearize.cpp for the items).
 #pragma once
 
+#include <algorithm>
 #include "IR/UOp.h"
 
 #include <cstdint>
@@ -56,15 +57,24 @@ inline bool isThreadRange(const UOp *u) {
          u->arg->elems()[1]->kind == ArgKind::AxisType && u->arg->elems()[1]->axisType() == AxisType::THREAD;
 }
 
-/// The trip count of a linearized kernel's loop split across CPU threads (a RANGE item of AxisType
-/// THREAD with a constant size), 0 when it has none: the runner gives each thread a part of it.
+/// Where a THREAD range's iterations start in its kernel's split loop: 0, or, when the pieces of a split
+/// kernel each have a THREAD loop of their own (linearize), the third field of its arg (the pieces' loops
+/// laid end to end: piece k runs the split loop's iterations [offset, offset + size)).
+inline int64_t threadOffset(const UOp *u) {
+  return isThreadRange(u) && u->arg->count >= 3 && u->arg->elems()[2]->kind == ArgKind::Int ? u->arg->elems()[2]->i() : 0;
+}
+
+/// The trip count of a linearized kernel's loop split across CPU threads (its RANGE items of AxisType
+/// THREAD with a constant size, laid end to end by their offsets), 0 when it has none: the runner gives
+/// each thread a part of it.
 inline int64_t kernelParallel(const UOp *call) {
   if (call->op != Op::CALL || call->nsrc == 0 || call->src(0)->op != Op::LINEAR) return 0;
+  int64_t n = 0;
   for (const UOp *u : linearItems(call->src(0)))
     if (isThreadRange(u) && u->nsrc == 1 && u->src(0)->op == Op::CONST && u->src(0)->arg &&
         u->src(0)->arg->kind == ArgKind::Int)
-      return u->src(0)->arg->i();
-  return 0;
+      n = std::max(n, threadOffset(u) + u->src(0)->arg->i());
+  return n;
 }
 
 /// A RANGE whose values come from the GPU thread id (AxisType GLOBAL, tinygrad's meaning: a range of the

@@ -343,27 +343,51 @@ struct Linearizer {
   /// minWork (ops + loads). That RANGE becomes AxisType THREAD (its iterations [lo, hi) are the function's
   /// last two arguments): each output element is computed by the same code in the same order whichever
   /// thread runs it, so results are bitwise the same for every thread count.
+  /// A kernel whose stores run in loops of their own (the optimizer's pieces of a split outermost loop: a
+  /// concatenation's parts) gets one THREAD loop per piece, laid end to end (threadOffset): the runner
+  /// splits their total, each piece running its share of it.
   const UOp *threadLoop(const UOp *body, int64_t minWork) {
-    if (body->nsrc < 1 || body->src(0)->op != Op::END || body->src(0)->nsrc < 2) return body;
-    const UOp *r = body->src(0)->src(1);
-    if (r->op != Op::RANGE || !r->arg || r->arg->kind != ArgKind::Tuple || r->arg->count < 2) return body;
-    auto n = constBound(r->src(0));
-    if (!n || *n < 2 || *n > INT32_MAX) return body;
-    // every store (the optimizer's interior and borders are several) runs in r's loop, its outermost,
-    // and writes where r says
+    if (body->nsrc < 1) return body;
+    std::vector<const UOp *> outer; // each store's outermost loop, distinct, in order
+    int64_t total = 0;
     for (const UOp *e : body->src()) {
-      if (e->op != Op::END || e->nsrc < 2 || e->src(1) != r) return body;
+      if (e->op != Op::END || e->nsrc < 2) return body;
+      const UOp *r = e->src(1);
+      if (r->op != Op::RANGE || !r->arg || r->arg->kind != ArgKind::Tuple || r->arg->count < 2) return body;
+      auto n = constBound(r->src(0));
+      if (!n || *n < 1 || *n > INT32_MAX) return body;
+      // the store runs in r's loop, its outermost, and writes where r says (a loop of one iteration, a
+      // border piece's, runs on one thread whatever it writes)
       const UOp *st = e->src(0);
       if (st->op != Op::STORE || st->src(0)->op != Op::INDEX || st->src(0)->src(0)->op != Op::PARAM) return body;
       const auto &indexRanges = freeRanges.at(st->src(0)->src(1));
-      if (!std::binary_search(indexRanges.begin(), indexRanges.end(), r)) return body;
+      if (*n > 1 && !std::binary_search(indexRanges.begin(), indexRanges.end(), r)) return body;
+      if (std::find(outer.begin(), outer.end(), r) == outer.end()) {
+        outer.push_back(r);
+        total += static_cast<int64_t>(*n);
+      }
     }
+    if (total < 2 || total > INT32_MAX) return body;
     if (storesMayRace(body)) return body;
     KernelWork w = kernelWork(body);
     auto ops = w.ops.constant(), loads = w.loads.constant();
     if (!ops || !loads || *ops + *loads < minWork) return body;
-    const UOp *t = withAxisType(c, r, AxisType::THREAD);
-    const UOp *out = substitute(c, body, {{r, t}});
+    std::unordered_map<const UOp *, const UOp *> to;
+    int64_t offset = 0;
+    for (const UOp *r : outer) {
+      const UOp *t = withAxisType(c, r, AxisType::THREAD);
+      if (outer.size() > 1) { // (one loop: no offset field, as before)
+        std::vector<const Arg *> elems(t->arg->elems().begin(), t->arg->elems().begin() + 2);
+        elems.push_back(c.argInt(offset));
+        t = c.make(Op::RANGE, t->dtype, t->src(), c.argTuple(elems), t->tag);
+      }
+      to[r] = t;
+      offset += static_cast<int64_t>(*constBound(r->src(0)));
+    }
+    // per store: a piece's outermost loop may be another piece's inner loop (the split loop's neighbours)
+    std::vector<const UOp *> ends;
+    for (const UOp *e : body->src()) ends.push_back(substitute(c, e, {{e->src(1), to.at(e->src(1))}}));
+    const UOp *out = c.make(body->op, body->dtype, ends, body->arg, body->tag);
     analyze(out);
     return out;
   }

@@ -94,12 +94,16 @@ KernelABI KernelABI::of(const UOp *call, std::string_view target) {
   // the ops the kernel computes: its items'
   const UOp *threadRange = nullptr;
   for (const UOp *u : linearItems(body)) {
-    if (isThreadRange(u)) { // (one RANGE, the loop of each store that runs in it)
+    // one RANGE, the loop of each store that runs in it; or one per piece of a split loop, each with its
+    // offset (threadOffset: the pieces laid end to end)
+    if (isThreadRange(u)) {
       auto n = constBound(u->src(0));
-      if (!n || *n < 1 || *n > INT32_MAX || (threadRange && threadRange != u))
+      bool pieces = u->arg->count >= 3 && (!threadRange || threadRange->arg->count >= 3);
+      if (!n || *n < 1 || *n > INT32_MAX || threadOffset(u) < 0 || threadOffset(u) > INT32_MAX - *n ||
+          (threadRange && threadRange != u && !pieces))
         failAt(u, "a THREAD loop must be the kernel's one loop of constant size split across threads");
       threadRange = u;
-      abi.parallel = static_cast<int64_t>(*n);
+      abi.parallel = std::max<int64_t>(abi.parallel, threadOffset(u) + static_cast<int64_t>(*n));
     }
     if (u->op == Op::REDUCE && u->arg && u->arg->kind == ArgKind::Tuple && u->arg->count) {
       Op op = u->arg->elems()[0]->op();

@@ -591,6 +591,11 @@ struct Emitter {
     openLoops.push_back(lines.size());
     // a THREAD loop runs the iterations [uopc_lo, uopc_hi) this call was given (KernelABI.h)
     std::string from = isThreadRange(u) ? "uopc_lo" : "0", to = isThreadRange(u) ? "uopc_hi" : n.v;
+    if (isThreadRange(u) && u->arg->count >= 3) { // one piece's loop: its share of [uopc_lo, uopc_hi)
+      std::string off = std::to_string(threadOffset(u));
+      from = "(uopc_lo > " + off + " ? uopc_lo - " + off + " : 0)";
+      to = "(uopc_hi - " + off + " < " + n.v + " ? uopc_hi - " + off + " : " + n.v + ")";
+    }
     std::string hint; // how the loop's axis type is spelled: lanes, or an unrolled reduction loop
     if (loopCount < laneLoops.size() && laneLoops[loopCount]) use(Helper::SimdLanes), hint = "UOPC_SIMD_LANES ";
     if (isUnrollRange(u)) use(Helper::Unroll), hint = "UOPC_UNROLL(" + n.v + ") ";

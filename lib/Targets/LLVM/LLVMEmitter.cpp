@@ -449,12 +449,20 @@ struct Emitter {
     L->exit = llvm::BasicBlock::Create(lc, name + ".end", fn);
     // a THREAD loop runs the iterations [uopc_lo, uopc_hi) this call was given (KernelABI.h)
     bool split = isThreadRange(r);
-    b.CreateStore(split ? b.CreateSExtOrTrunc(threadLo, T) : llvm::ConstantInt::get(T, 0), L->counter);
+    Value *from = split ? b.CreateSExtOrTrunc(threadLo, T) : llvm::ConstantInt::get(T, 0);
+    Value *bound = split ? threadHi : n.v;
+    Value *nv = bound->getType() == T ? bound : b.CreateSExtOrTrunc(bound, T);
+    if (split && r->arg->count >= 3) { // one piece's loop: its share of [uopc_lo, uopc_hi)
+      Value *off = llvm::ConstantInt::get(T, threadOffset(r)), *zero = llvm::ConstantInt::get(T, 0);
+      Value *size = n.v->getType() == T ? n.v : b.CreateSExtOrTrunc(n.v, T);
+      Value *lo = b.CreateSub(from, off), *hi = b.CreateSub(nv, off);
+      from = b.CreateSelect(b.CreateICmpSGT(lo, zero), lo, zero);
+      nv = b.CreateSelect(b.CreateICmpSLT(hi, size), hi, size);
+    }
+    b.CreateStore(from, L->counter);
     b.CreateBr(L->header);
     b.SetInsertPoint(L->header);
     Value *iv = b.CreateLoad(T, L->counter, name + ".iv");
-    Value *bound = split ? threadHi : n.v;
-    Value *nv = bound->getType() == T ? bound : b.CreateSExtOrTrunc(bound, T);
     b.CreateCondBr(b.CreateICmpSLT(iv, nv), body, L->exit);
     b.SetInsertPoint(body);
     memo[r] = {b.CreateLoad(T, L->counter, name), nullptr};
