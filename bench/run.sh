@@ -50,5 +50,15 @@ if [ ${#QUICK[@]} -eq 0 ]; then # about 4 minutes of cc: not in --quick (test/li
 fi
 echo "== compile time against the number of devices (500 and 2,000 devices; linear: about 4x)"
 /usr/bin/python3 test/lit/cli/Inputs/scaling.py "$BUILD/uopc" test/lit/cli/Inputs/many-devices.py 500 2000 1e9 --emit manifest
+echo "== whole networks against ONNX Runtime, OpenVINO and tinygrad 0.14.0 (bench/networks.py; the venv of scripts/setup-python.sh)"
+VENV_PY="$BUILD/tinygrad-venv/bin/python"
+# (made by `make test`'s exporter test or scripts/setup-python.sh; not made here, where two ctest jobs could race)
+if [ -x "$VENV_PY" ] && "$VENV_PY" -c "import tinygrad, onnx, onnxruntime, uopc_tinygrad" 2> /dev/null; then
+  NET=()
+  [ ${#QUICK[@]} -gt 0 ] && NET=(--quick)
+  "$VENV_PY" bench/networks.py --uopc "$BUILD/uopc" --uopc-run "$BUILD/uopc-run" --work "$BUILD/networks" "${NET[@]}"
+else
+  echo "skipped: no virtual environment with tinygrad, onnx and onnxruntime at $BUILD/tinygrad-venv (scripts/setup-python.sh makes it)"
+fi
 echo "== kernel speed against tinygrad's own kernels (perf-run; needs a tinygrad d1c3ae0f91 checkout in \$UOPC_TINYGRAD)"
 /usr/bin/python3 bench/kernels.py --uopc "$BUILD/uopc" --uopc-run "$BUILD/uopc-run" "${QUICK[@]}"
