@@ -455,6 +455,8 @@ std::optional<std::vector<Opt>> chooseChannelTile(Context &c, const Shape &s,
     int64_t lanes = 0;
     for (int64_t l : {8 * vec, 4 * vec, 2 * vec, vec})
       if (!lanes && n % l == 0) lanes = l;
+    // half a vector only for many channels none of those divide (ShuffleNet's groups of 68)
+    if (!lanes && vec >= 2 && n >= 4 * vec && n % (vec / 2) == 0) lanes = vec / 2;
     if (!lanes) continue;
     std::vector<size_t> weights;
     bool ok = true;
@@ -665,7 +667,16 @@ std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target
     }
     if (ok && ones > best) best = ones, va = a;
   }
-  if (!va) return choosePartial(s, vec);
+  if (!va) {
+    std::vector<Opt> opts = choosePartial(s, vec);
+    // no tile: the interiors still pay (a depthwise convolution whose reads go through a channel shuffle and
+    // the padding divides and takes remainders per term; in its interior the simplifier folds them:
+    // ShuffleNet's 3x3 depthwise convolutions)
+    if (opts.empty())
+      for (size_t a = 0; a < s.axes.size(); ++a)
+        if (interior[a]) opts.push_back({Opt::Split, a, interior[a]->first, interior[a]->second});
+    return opts;
+  }
   int64_t vAmount = interior[*va] ? (sizes[*va] >= 2 * vec ? 2 * vec : vec) : (s.sizes[*va] % (2 * vec) == 0 ? 2 * vec : vec);
   if (interior[*va]) { // an interior of whole vectors; the rest is border
     interior[*va]->second = interior[*va]->first + sizes[*va] / vAmount * vAmount;
