@@ -994,7 +994,10 @@ EmittedLLVMKernel emitKernel(Context &ctx, const UOp *call, int64_t deviceNum, s
   if (llvm::verifyModule(*mod, &es)) fail("LLVM target: kernel " + k.symbol + " does not verify: " + es.str());
   if (ptx && !em.libdeviceUsers.empty()) linkLibdevice(*mod, em.fn, em.libdeviceUsers);
   if (options.optimize || ptx) {
-    optimizeO2(*mod, tm, ptx);
+    // a register tile: two output loops or more upcast into lanes (the optimizer's applied_opts)
+    int upcasts = 0;
+    for (const std::string &o : appliedOpts(kernelSink(call))) upcasts += o.rfind("upcast:", 0) == 0;
+    optimizeO2(*mod, tm, ptx, !ptx && upcasts >= 2);
     if (llvm::verifyModule(*mod, &es)) fail("LLVM target: kernel " + k.symbol + " does not verify after -O2: " + es.str());
   }
 

@@ -214,7 +214,7 @@ void addLibmvec(llvm::TargetLibraryInfoImpl &tlii, const llvm::Module &m, llvm::
 }
 } // namespace
 
-void optimizeO2(llvm::Module &m, llvm::TargetMachine *tm, bool targetPasses) {
+void optimizeO2(llvm::Module &m, llvm::TargetMachine *tm, bool targetPasses, bool o3) {
   if (!targetPasses) m.getContext().setDiagnosticHandler(std::make_unique<QuietMissedTransformations>());
   llvm::PipelineTuningOptions pto;
   pto.LoopVectorization = true;
@@ -234,7 +234,10 @@ void optimizeO2(llvm::Module &m, llvm::TargetMachine *tm, bool targetPasses) {
   pb.registerFunctionAnalyses(fam);
   pb.registerLoopAnalyses(lam);
   pb.crossRegisterProxies(lam, fam, cgam, mam);
-  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(targetPasses ? llvm::OptimizationLevel::O2 : llvm::OptimizationLevel::O3);
+  // -O3 for a register tile of two or more upcast output loops (its lanes are then unrolled and its accumulators
+  // promoted to registers: ResNet-50's 3x3 convolution, one thread, 9.3 ms at -O2, 2.5 at -O3); -O2
+  // elsewhere, where -O3 was slower (perf-run's argmax, two partial sums, 3.0 -> 8.4 ms; cumsum 36 -> 79 ms)
+  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(o3 ? llvm::OptimizationLevel::O3 : llvm::OptimizationLevel::O2);
   if (!targetPasses) {
     // One more round of SLP after -O2 (the lanes of a register tile, unrolled by then, packed into vectors).
     llvm::FunctionPassManager fpm;

@@ -30,6 +30,6 @@ void linkLibdevice(llvm::Module &m, const llvm::Function *kernel, const std::vec
 std::string emitPTX(llvm::Module &m, llvm::TargetMachine *tm);
 /// LLVM's -O2 module pipeline with loop and SLP vectorization; `targetPasses` adds the target's own
 /// pass-builder callbacks (NVPTX: NVVMReflect for libdevice, address-space inference).
-void optimizeO2(llvm::Module &m, llvm::TargetMachine *tm, bool targetPasses);
+void optimizeO2(llvm::Module &m, llvm::TargetMachine *tm, bool targetPasses, bool o3 = false);
 
 } // namespace uopc::llvmbackend
