@@ -159,6 +159,32 @@ def _realize_lazy_reads(outs):
     return len(lazy)
 
 
+def _call_without_inner_realize(fn, args):
+    """fn(*args), refusing a realize inside fn of anything that depends on the arguments (a forward ending in
+    .realize(), a KV cache written with assign(...).realize()): the export captures one schedule call, that
+    of the outputs, so what an earlier call computed from the arguments would be baked into the graph as a
+    constant input, wrong for any other input. A realize of what does not depend on them (OnnxRunner's shape
+    constants) is fine: its value is the same for every input."""
+    _, Tensor, _, _, Ops = _tg()
+    roots = {_buffer_of(a.uop) for a in args if isinstance(a, Tensor)} - {None}
+    original = Tensor.realize
+
+    def guarded(self, *lst, **kw):
+        for t in (self, *lst):
+            if roots and any(u.op is Ops.BUFFER and u in roots for u in t.uop.toposort()):
+                raise RuntimeError("uopc_tinygrad.export: fn realizes a tensor computed from its arguments inside "
+                                   "(a .realize(), .numpy(), .item() or an assign(...).realize() of state such as a KV "
+                                   f"cache; shape {tuple(t.shape)}): the export captures one schedule call, that of the "
+                                   "outputs, and would bake this value in; return it instead of realizing it, or keep "
+                                   "the state update lazy")
+        return original(self, *lst, **kw)
+    Tensor.realize = guarded
+    try:
+        return fn(*args)
+    finally:
+        Tensor.realize = original
+
+
 def _writes(body):
     """{slot: [AFTER nodes]} of the PARAMs the call body stores into."""
     _, _, _, _, Ops = _tg()
@@ -319,7 +345,7 @@ def export(fn, *args, out, model=None, input_names=None, output_names=None):
         if isinstance(a, Tensor):
             named.setdefault(_buffer_of(a.uop), in_name(i))
 
-    outs = fn(*args)
+    outs = _call_without_inner_realize(fn, args)
     outs = tuple(outs) if isinstance(outs, (tuple, list)) else (outs,)
     if not outs or not all(isinstance(o, Tensor) for o in outs):
         raise TypeError("uopc_tinygrad.export: fn must return a Tensor or a tuple of Tensors")

@@ -238,6 +238,28 @@ def tinygrad_models(args):
     return passed, failed
 
 
+def refused_realize():
+    """A function that realizes inside what it computes from its arguments (a forward ending in .realize(), a
+    KV cache written with assign(...).realize()) is refused by name, not exported with the value baked in
+    (capturing several schedule calls, state included, is not written yet)."""
+    passed = failed = 0
+    lin = nn.Linear(4, 4)
+    cache = Tensor.zeros(1, 4, 4).contiguous().realize()
+
+    def decode_step(x):
+        cache[:, 1:2, :].assign(x.reshape(1, 1, 4)).realize()
+        return cache.sum(1)
+    for name, fn, model in (("realize_inside", lambda x: lin(x).realize(), lin), ("kv_cache_realize", decode_step, None)):
+        try:
+            uopc_tinygrad.export(fn, Tensor.randn(1, 4), out=os.path.join(tempfile.mkdtemp(), name), model=model)
+            why = "exported (the realized value would be baked in)"
+        except RuntimeError as e:
+            why = None if "realizes a tensor computed from its arguments inside" in str(e) else f"another error: {e}"
+        print(f"{'FAIL' if why else 'PASS'} {name} (refused by name)" + (f": {why}" if why else ""))
+        passed, failed = passed + (why is None), failed + (why is not None)
+    return passed, failed
+
+
 def onnx_model(args, name="squeezenet"):
     """An ONNX model of the onnx package's test data through the shell entry point, against ONNX Runtime."""
     import numpy as np
@@ -282,7 +304,7 @@ def main() -> int:
     ok = h.returncode == 0 and "NAME@0" in h.stdout and "io.json" in h.stdout and "MODEL.onnx" in h.stdout
     print(f"{'PASS' if ok else 'FAIL'} python -m uopc_tinygrad --help")
     passed, failed = passed + ok, failed + (not ok)
-    for part in (tinygrad_models, onnx_model):
+    for part in (tinygrad_models, lambda a: refused_realize(), onnx_model):
         p, f = part(args)
         passed, failed = passed + p, failed + f
     print(f"{passed} passed, {failed} failed")
