@@ -20,6 +20,10 @@ other buffer the schedule reads (a tensor captured by fn's closure). A tensor on
 once per device: NAME@0, NAME@1, ... in the order of its devices, each holding that device's shard (or
 copy); a one-device tensor is NAME. uopc-run --inputs/--outputs FILE.safetensors use the same names.
 
+fn runs with its realizes of what its arguments reach left lazy: a buffer that held data before the call and
+that fn updates in place (a KV cache) is state, an inout parameter (io.json "state"), its current contents an
+input; uopc-run --outputs writes its update under the same name.
+
 Every input tensor is realized into a buffer of its own first (a tensor tinygrad would fold to a constant,
 zeros or an arange, becomes real data), so that it is an input of the graph and can be given new values.
 A parameter that is a view of a buffer (a slice tinygrad binds without copying, such as a realized
@@ -159,41 +163,48 @@ def _realize_lazy_reads(outs):
     return len(lazy)
 
 
-def _call_without_inner_realize(fn, args):
-    """fn(*args), refusing a realize inside fn of anything that depends on the arguments (a forward ending in
-    .realize(), a KV cache written with assign(...).realize()): the export captures one schedule call, that
-    of the outputs, so what an earlier call computed from the arguments would be baked into the graph as a
-    constant input, wrong for any other input. A realize of what does not depend on them (OnnxRunner's shape
-    constants) is fine: its value is the same for every input."""
+def _call_lazily(fn, args):
+    """fn(*args) with every realize of what depends on the arguments left lazy (a forward ending in
+    .realize(), a KV cache written with assign(...).realize()): the export captures what tinygrad would run,
+    outputs and state updates, as one graph. A realize of what the arguments do not reach (OnnxRunner's shape
+    constants) runs: its value is the same for every input. Returns (outputs, state): the tensors that held
+    a buffer before fn and an update of it after (the state fn writes in place)."""
     _, Tensor, _, _, Ops = _tg()
+    from tinygrad.tensor import all_tensors
     roots = {_buffer_of(a.uop) for a in args if isinstance(a, Tensor)} - {None}
+    before = {}
+    for ref in list(all_tensors):
+        t = ref()
+        if t is not None and _buffer_of(t.uop) is not None:
+            before[id(t)] = (t, t.uop)
     original = Tensor.realize
 
-    def guarded(self, *lst, **kw):
-        for t in (self, *lst):
-            if roots and any(u.op is Ops.BUFFER and u in roots for u in t.uop.toposort()):
-                raise RuntimeError("uopc_tinygrad.export: fn realizes a tensor computed from its arguments inside "
-                                   "(a .realize(), .numpy(), .item() or an assign(...).realize() of state such as a KV "
-                                   f"cache; shape {tuple(t.shape)}): the export captures one schedule call, that of the "
-                                   "outputs, and would bake this value in; return it instead of realizing it, or keep "
-                                   "the state update lazy")
+    def lazy(self, *lst, **kw):
+        if roots and any(any(u.op is Ops.BUFFER and u in roots for u in t.uop.toposort()) for t in (self, *lst)):
+            return self
         return original(self, *lst, **kw)
-    Tensor.realize = guarded
+    Tensor.realize = lazy
     try:
-        return fn(*args)
+        outs = fn(*args)
+    except Exception as e:  # noqa: BLE001  (what tinygrad says when fn reads a value left lazy)
+        raise RuntimeError(f"uopc_tinygrad.export: fn failed with its realizes of what its arguments reach left lazy "
+                           f"({type(e).__name__}: {str(e)[:200]}); a function that reads such a value on the host "
+                           "(.numpy(), .item(), .tolist(), data-dependent control flow) cannot be captured") from e
     finally:
         Tensor.realize = original
+    state = [(t, u) for t, u in before.values() if t.uop is not u and _buffer_of(t.uop) is None]
+    return outs, state
 
 
 def _writes(body):
-    """{slot: [AFTER nodes]} of the PARAMs the call body stores into."""
+    """{slot: [AFTER nodes]} of the PARAMs the call body stores into (through any view of them)."""
     _, _, _, _, Ops = _tg()
     written = {}
     for u in body.toposort():
         if u.op is not Ops.AFTER or len(u.src) < 2 or u.src[1].op is not Ops.STORE:
             continue
         p = u.src[0]
-        while p.op is Ops.RESHAPE and p.src:
+        while p.op is not Ops.PARAM and p.src:
             p = p.src[0]
         if p.op is Ops.PARAM:
             written.setdefault(p.arg.slot, []).append(u)
@@ -345,17 +356,27 @@ def export(fn, *args, out, model=None, input_names=None, output_names=None):
         if isinstance(a, Tensor):
             named.setdefault(_buffer_of(a.uop), in_name(i))
 
-    outs = _call_without_inner_realize(fn, args)
+    outs, state_tensors = _call_lazily(fn, args)
     outs = tuple(outs) if isinstance(outs, (tuple, list)) else (outs,)
     if not outs or not all(isinstance(o, Tensor) for o in outs):
         raise TypeError("uopc_tinygrad.export: fn must return a Tensor or a tuple of Tensors")
     for o in outs:
         if o.dtype in (dtypes.weakint, dtypes.weakfloat):
             raise TypeError("uopc_tinygrad.export: an output has a weak dtype; cast it to a concrete dtype first")
-    _realize_lazy_reads(outs)
+    try:
+        return _export_captured(outs, state_tensors, args, out, named, state, in_name, out_name)
+    finally:
+        for t, u in state_tensors:  # the model as it was: its state's updates were only captured
+            t.uop = u
+
+
+def _export_captured(outs, state_tensors, args, out, named, state, in_name, out_name):
+    tinygrad, Tensor, dtypes, UOp, Ops = _tg()
+    from tinygrad.tensor import transform_to_call
+    _realize_lazy_reads(list(outs) + [t for t, _ in state_tensors])
     # an output that is a view (logits[:, -1, :]) or a buffer fn did not compute gets a buffer of its own
     outs = tuple(o if o.uop is o.uop.base and _buffer_of(o.uop) is None else o.contiguous() for o in outs)
-    call, buffer_map = transform_to_call(UOp.sink(*[o.uop for o in outs]))
+    call, buffer_map = transform_to_call(UOp.sink(*[o.uop for o in outs], *[t.uop for t, _ in state_tensors]))
     body, repl = call.src[0], call.src[1:]
     slot_of = {r: i for i, r in enumerate(repl)}
     table = _dtype_table()
@@ -378,7 +399,10 @@ def export(fn, *args, out, model=None, input_names=None, output_names=None):
 
     # buffers the call writes that are not outputs: created inside fn (.contiguous(), Tensor.zeros)
     written = _writes(body)
-    internal = [i for i in sorted(written) if i not in out_slots]
+    # state: buffers that held data before fn and that fn updates in place (a KV cache): inout parameters
+    state_bufs = {_buffer_of(u) for _, u in state_tensors} - {None}
+    state_slots = {i for i in written if repl[i] in state_bufs and i not in out_slots}
+    internal = [i for i in sorted(written) if i not in out_slots and i not in state_slots]
     body, left = _inline_internal(body, internal, written)
     if left:
         raise RuntimeError(f"uopc_tinygrad.export: fn writes buffer parameter(s) {left} in a form the exporter "
@@ -403,12 +427,13 @@ def export(fn, *args, out, model=None, input_names=None, output_names=None):
         if data is None:
             raise RuntimeError(f"uopc_tinygrad.export: parameter {i} is a {r.op.name} of a buffer on several devices "
                                "(a view); make the tensor contiguous on each device before calling fn")
-        name = named.get(r, f"buffer{i}")
+        name = named.get(r, f"state{i}" if i in state_slots else f"buffer{i}")
         names[i] = name
         devs = list(r.device) if isinstance(r.device, tuple) else [r.device]
         dt = table[r.dtype.base if hasattr(r.dtype, "base") else r.dtype]
         per_device = len(data[0]) // max(1, r.dtype.itemsize) if data else 0
-        inputs.append({"name": name, "slot": i, "dtype": dt, "shape": [per_device], "devices": devs})
+        inputs.append({"name": name, "slot": i, "dtype": dt, "shape": [per_device], "devices": devs,
+                       **({"state": True} if i in state_slots else {})})
         for d, blob in enumerate(data):
             key = name if len(data) == 1 else f"{name}@{d}"
             tensors[key] = (SAFETENSORS_CODES[dt], [len(blob) // max(1, r.dtype.itemsize)], blob)
@@ -425,7 +450,8 @@ def export(fn, *args, out, model=None, input_names=None, output_names=None):
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "graph.json"), "w") as f:
         f.write(_graph_json(body, names))
-    io = {"inputs": inputs, "outputs": outputs, "vars": variables}
+    # state: read and updated in place; uopc-run --outputs writes it under the same name, the next run's input
+    io = {"inputs": inputs, "outputs": outputs, "vars": variables, "state": [e["name"] for e in inputs if e.get("state")]}
     with open(os.path.join(out, "io.json"), "w") as f:
         json.dump(io, f, indent=1)
         f.write("\n")
