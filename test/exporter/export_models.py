@@ -302,7 +302,69 @@ def kv_cache_decode(args):
                 tensors[s] = (got[s][0], tensors[s][1], got[s][2])
         print(f"{'FAIL' if why else 'PASS'} kv_cache_decode ({target}, {Decoder.T} tokens against tinygrad's)" + (f": {why}" if why else ""))
         passed, failed = passed + (why is None), failed + (why is not None)
-    return passed, failed
+    why = library_decode(args, out, xs, want)
+    print(f"{'FAIL' if why else 'PASS'} kv_cache_decode (library, {Decoder.T} calls of kv_run on the same state buffers)" +
+          (f": {why}" if why else ""))
+    return passed + (why is None), failed + (why is not None)
+
+
+LIBRARY_DRIVER = r"""
+#include "kv.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+enum { T = %(T)d, D = %(D)d };
+int main(int argc, char **argv) {
+  static float xs[T * D], ck[T * D], cv[T * D], o[D], all[T * D]; /* the state starts as zeros, as exported */
+  FILE *f = fopen(argv[1], "rb");
+  if (!f || fread(xs, sizeof(float), T * D, f) != T * D) return 2;
+  fclose(f);
+  void *ws = aligned_alloc(64, (kv_workspace_bytes() + 64) / 64 * 64);
+  for (int t = 0; t < T; t++) {
+    kv_inputs in = {xs + D * t};
+    kv_outputs out = {ck, cv, o};
+    kv_vars v = {t};
+    if (kv_run(&in, &out, &v, ws) != 0) return 3;
+    memcpy(all + D * t, o, sizeof o);
+  }
+  f = fopen(argv[2], "wb");
+  if (!f || fwrite(all, sizeof(float), T * D, f) != T * D) return 4;
+  return fclose(f) != 0;
+}
+"""
+
+
+def library_decode(args, out, xs, want):
+    """The same decode through the C library (--emit library, the weights embedded): kv_run called once per
+    token on the same state buffers (the inout fields of kv_outputs), which it reads and updates in place."""
+    tensors = uopc_tinygrad.read_safetensors(os.path.join(out, "inputs.safetensors"))
+    if any(b != 0 for s in ("cache_k", "cache_v") for b in tensors[s][2]):
+        return "the exported state is not zeros (the driver starts from zeros)"
+    lib = os.path.join(out, "lib")
+    p = subprocess.run([args.uopc, os.path.join(out, "graph.json"), "-o", lib, "--emit", "library", "--name", "kv",
+                        "--embed-params", os.path.join(out, "inputs.safetensors")], capture_output=True, text=True)
+    if p.returncode:
+        return f"uopc --emit library: exit {p.returncode}: {p.stderr.strip().splitlines()[-1:]}"
+    with open(os.path.join(lib, "driver.c"), "w") as f:
+        f.write(LIBRARY_DRIVER % {"T": Decoder.T, "D": Decoder.D})
+    exe = os.path.join(lib, "decode")
+    p = subprocess.run(["cc", "-O2", "-std=c11", "-I", lib, os.path.join(lib, "kv.c"), os.path.join(lib, "driver.c"), "-o", exe, "-lm"],
+                       capture_output=True, text=True)
+    if p.returncode:
+        return f"cc: {p.stderr.strip().splitlines()[-3:]}"
+    xs_file, out_file = os.path.join(lib, "xs.bin"), os.path.join(lib, "out.bin")
+    with open(xs_file, "wb") as f:
+        f.write(b"".join(bytes(x.numpy().tobytes()) for x in xs))
+    p = subprocess.run([exe, xs_file, out_file], capture_output=True, text=True)
+    if p.returncode:
+        return f"the driver exited {p.returncode}"
+    got = open(out_file, "rb").read()
+    n = 4 * Decoder.D
+    for t in range(Decoder.T):
+        why = compare(got[n * t:n * (t + 1)], want[t], "F32")
+        if why:
+            return f"token {t}: {why}"
+    return None
 
 
 def onnx_model(args, name="squeezenet"):
