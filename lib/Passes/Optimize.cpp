@@ -182,15 +182,10 @@ std::optional<Shape> shapeOf(const UOp *sink) {
 }
 
 /// Where a read's conditions hold: its gates and the condition of a WHERE(c, i, Invalid) index.
-std::vector<const UOp *> conditionsOf(const std::vector<const UOp *> &reads) {
-  std::vector<const UOp *> conds, work;
-  for (const UOp *rd : reads) {
-    const UOp *i = rd->src(1);
-    if (i->op == Op::WHERE && i->src(2)->op == Op::CONST && i->src(2)->arg && i->src(2)->arg->kind == ArgKind::Invalid)
-      work.push_back(i->src(0));
-    for (const UOp *g : rd->src().subspan(2)) work.push_back(g);
-  }
-  while (!work.empty()) { // the clauses of the ANDs
+/// The clauses of the ANDs in `work`, sorted and without repeats.
+std::vector<const UOp *> andClauses(std::vector<const UOp *> work) {
+  std::vector<const UOp *> conds;
+  while (!work.empty()) {
     const UOp *g = work.back();
     work.pop_back();
     if (g->op == Op::AND && g->dtype == DType::Bool) work.insert(work.end(), {g->src(0), g->src(1)});
@@ -199,6 +194,26 @@ std::vector<const UOp *> conditionsOf(const std::vector<const UOp *> &reads) {
   std::sort(conds.begin(), conds.end());
   conds.erase(std::unique(conds.begin(), conds.end()), conds.end());
   return conds;
+}
+
+/// Adds read `rd`'s conditions to `work`: its gates and the condition of a WHERE(c, i, Invalid) index.
+void addReadConditions(const UOp *rd, std::vector<const UOp *> &work) {
+  const UOp *i = rd->src(1);
+  if (i->op == Op::WHERE && i->src(2)->op == Op::CONST && i->src(2)->arg && i->src(2)->arg->kind == ArgKind::Invalid)
+    work.push_back(i->src(0));
+  for (const UOp *g : rd->src().subspan(2)) work.push_back(g);
+}
+
+/// Whether condition g reads loaded data (a ReLU's x > 0: no padding gate).
+bool readsData(const UOp *g) {
+  auto cone = toposort(g);
+  return std::any_of(cone.begin(), cone.end(), [](const UOp *u) { return u->op == Op::INDEX || u->op == Op::LOAD; });
+}
+
+std::vector<const UOp *> conditionsOf(const std::vector<const UOp *> &reads) {
+  std::vector<const UOp *> work;
+  for (const UOp *rd : reads) addReadConditions(rd, work);
+  return andClauses(std::move(work));
 }
 
 /// The interior of output loop r (size n): the values [lo, hi) of r for which every condition of
@@ -210,9 +225,7 @@ std::optional<std::pair<int64_t, int64_t>> interiorOf(Context &c, const std::vec
   std::vector<const UOp *> dep;
   for (const UOp *g : conds) {
     // a condition on loaded data (a ReLU fused into the read: x > 0) is no padding gate
-    auto onData = [](const UOp *x) { return x->op == Op::INDEX || x->op == Op::LOAD; };
-    auto nodes = toposort(g);
-    if (std::none_of(nodes.begin(), nodes.end(), onData) && indexStride(g, r) != std::optional<int64_t>(0)) dep.push_back(g);
+    if (!readsData(g) && indexStride(g, r) != std::optional<int64_t>(0)) dep.push_back(g);
   }
   if (dep.empty() || n > 4096 || static_cast<int64_t>(dep.size()) * n > (1 << 16)) return std::nullopt;
   RangeInfo ri;
@@ -241,8 +254,7 @@ std::vector<std::optional<std::pair<int64_t, int64_t>>> interiors(Context &c, co
   std::vector<std::optional<std::pair<int64_t, int64_t>>> out(axes.size());
   std::vector<const UOp *> single, multi;
   for (const UOp *g : conds) {
-    auto cone = toposort(g); // (a condition on loaded data, a ReLU's x > 0, is no padding gate)
-    if (std::any_of(cone.begin(), cone.end(), [](const UOp *u) { return u->op == Op::INDEX || u->op == Op::LOAD; })) continue;
+    if (readsData(g)) continue; // (a ReLU's x > 0 is no padding gate)
     size_t deps = 0;
     for (const UOp *r : axes) deps += indexStride(g, r) != std::optional<int64_t>(0);
     (deps > 1 ? multi : single).push_back(g);
@@ -515,25 +527,12 @@ std::optional<std::vector<Opt>> chooseChannelTile(Context &c, const Shape &s,
 /// The conditions of a kernel's stored value: its reads' gates (and WHERE(c, i, Invalid) indexes) and its
 /// WHERE selections, split at their ANDs.
 std::vector<const UOp *> valueConditions(const UOp *value) {
-  std::vector<const UOp *> work, conds;
+  std::vector<const UOp *> work;
   for (const UOp *x : toposort(value)) {
     if (x->op == Op::WHERE && x->src(0)->dtype == DType::Bool) work.push_back(x->src(0));
-    if (x->op == Op::INDEX && x->nsrc >= 2) {
-      const UOp *i = x->src(1);
-      if (i->op == Op::WHERE && i->src(2)->op == Op::CONST && i->src(2)->arg && i->src(2)->arg->kind == ArgKind::Invalid)
-        work.push_back(i->src(0));
-      for (const UOp *g : x->src().subspan(2)) work.push_back(g);
-    }
+    if (x->op == Op::INDEX && x->nsrc >= 2) addReadConditions(x, work);
   }
-  while (!work.empty()) {
-    const UOp *g = work.back();
-    work.pop_back();
-    if (g->op == Op::AND && g->dtype == DType::Bool) work.insert(work.end(), {g->src(0), g->src(1)});
-    else conds.push_back(g);
-  }
-  std::sort(conds.begin(), conds.end());
-  conds.erase(std::unique(conds.begin(), conds.end()), conds.end());
-  return conds;
+  return andClauses(std::move(work));
 }
 
 /// The kernel shape of output loop a's iterations [lo, hi) alone (a split's piece): a's range of hi - lo
@@ -562,9 +561,8 @@ std::optional<Opt> seamSplit(Context &c, const Shape &s) {
     if (n > 4096) continue;
     std::set<int64_t> seams;
     for (const UOp *g : conds) {
+      if (readsData(g) || indexStride(g, s.axes[a]) == std::optional<int64_t>(0)) continue;
       auto cone = toposort(g);
-      if (std::any_of(cone.begin(), cone.end(), [](const UOp *u) { return u->op == Op::INDEX || u->op == Op::LOAD; })) continue;
-      if (indexStride(g, s.axes[a]) == std::optional<int64_t>(0)) continue;
       bool alone = true;
       for (size_t b = 0; b < s.axes.size(); ++b)
         alone = alone && (b == a || indexStride(g, s.axes[b]) == std::optional<int64_t>(0));
@@ -633,18 +631,9 @@ std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target
   std::vector<const UOp *> conds = conditionsOf(s.reads);
   // a padded value selected by its position (WHERE(inside, x, 0): a ReLU's padding read in its consumer)
   for (const UOp *red : s.reduces)
-    for (const UOp *x : toposort(red->src(0))) {
-      if (x->op != Op::WHERE || x->src(0)->dtype != DType::Bool) continue;
-      std::vector<const UOp *> work{x->src(0)};
-      auto cone = toposort(x->src(0));
-      if (std::any_of(cone.begin(), cone.end(), [](const UOp *u) { return u->op == Op::INDEX || u->op == Op::LOAD; })) continue;
-      while (!work.empty()) {
-        const UOp *g = work.back();
-        work.pop_back();
-        if (g->op == Op::AND) work.insert(work.end(), {g->src(0), g->src(1)});
-        else conds.push_back(g);
-      }
-    }
+    for (const UOp *x : toposort(red->src(0)))
+      if (x->op == Op::WHERE && x->src(0)->dtype == DType::Bool && !readsData(x->src(0)))
+        for (const UOp *g : andClauses({x->src(0)})) conds.push_back(g);
   std::vector<std::optional<std::pair<int64_t, int64_t>>> interior(s.axes.size());
   std::vector<int64_t> sizes = s.sizes; // as the upcasts see them (the interior's)
   interior = interiors(c, conds, s.axes, s.sizes);
