@@ -547,6 +547,21 @@ std::optional<Shape> pieceShape(Context &c, const Shape &s, size_t a, int64_t lo
   return shapeOf(c.make(Op::SINK, DType::Void, {end}));
 }
 
+/// The iterations of a piece's reduction loops: its output size times, per REDUCE, its loops' trip count
+/// (0 for no piece).
+double reductionWork(const std::optional<Shape> &s) {
+  if (!s) return 0;
+  double out = 1, inner = 0;
+  for (int64_t n : s->sizes) out *= static_cast<double>(n);
+  for (const UOp *red : s->reduces) {
+    double trips = 1;
+    for (const UOp *r : red->src().subspan(1))
+      if (auto n = r->op == Op::RANGE && r->nsrc == 1 ? constBound(r->src(0)) : std::nullopt) trips *= static_cast<double>(*n);
+    inner += trips;
+  }
+  return out * inner;
+}
+
 /// A concatenation's seams: an output loop a (of at most 4,096 iterations) along which the conditions of the
 /// stored value that depend on a alone (no other loop, no reduction loop, no loaded data) change their truth
 /// at one or two points lo < hi inside it. tinygrad concatenates by padding each part to the whole and
@@ -580,26 +595,42 @@ std::optional<Opt> seamSplit(Context &c, const Shape &s) {
     }
     if (seams.empty() || seams.size() > 2) continue;
     int64_t lo = *seams.begin(), hi = seams.size() == 2 ? *seams.rbegin() : n;
-    if (seams.size() == 1) { // the main piece: the side with the reductions left
+    if (seams.size() == 1) { // the main piece: the side with the most reduction work
       auto right = pieceShape(c, s, a, lo, n), left = pieceShape(c, s, a, 0, lo);
-      bool r = right && !right->reduces.empty(), l = left && !left->reduces.empty();
-      if (l && !r) hi = lo, lo = 0;
+      if (reductionWork(left) > reductionWork(right)) hi = lo, lo = 0;
     }
     return Opt{Opt::Split, a, lo, hi};
   }
   return std::nullopt;
 }
 
+/// The lanes of a vector tile along a loop of n iterations (its interior's when `inside`, whose remainder
+/// becomes border), 0 when none fits: two vectors or one that divide it (inside, any n >= vec: two unless one
+/// leaves less border); else a short
+/// row whole when it is a multiple of 4 up to four vectors (a 28-pixel row: 28 lanes, the compiler's 8+8+8+4);
+/// else half a vector that divides it, or an interior of at least half a vector cut to whole ones.
+int64_t laneAmount(int64_t n, int64_t vec, bool inside) {
+  if (n >= 2 * vec && (inside ? n / (2 * vec) * 2 >= n / vec : n % (2 * vec) == 0)) return 2 * vec;
+  if (n >= vec && (inside || n % vec == 0)) return vec;
+  if (n % 4 == 0 && n <= 4 * vec && n > vec) return n;
+  int64_t half = vec / 2;
+  if (half >= 4 && n >= half && (inside || n % half == 0)) return half;
+  return 0;
+}
+
 /// The opts of level 2 for kernel shape s (see the file comment).
-std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target, bool seams = true) {
+std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target, bool seams = true, bool groups = true) {
   if (s.reduces.empty() || s.reads.empty()) return {};
   // a grouped convolution's groups first (groupSize), then the opts of one group's channels
-  if (seams)
+  if (groups)
     for (size_t a = 0; a < s.axes.size(); ++a)
       if (auto k = groupSize(s, a))
         if (auto blocked = blockedShape(c, s, a, *k)) {
-          std::vector<Opt> inner = chooseOpts(c, *blocked, target, false);
-          if (std::any_of(inner.begin(), inner.end(), [](const Opt &o) { return o.kind == Opt::Relayout; })) {
+          std::vector<Opt> inner = chooseOpts(c, *blocked, target, false, false);
+          // (kept when the group's channels are tiled: laid out for the lanes or upcast as the reuse axis)
+          if (std::any_of(inner.begin(), inner.end(), [&](const Opt &o) {
+                return o.kind == Opt::Relayout || (o.kind == Opt::Upcast && o.axis == a);
+              })) {
             inner.insert(inner.begin(), Opt{Opt::Block, a, *k});
             return inner;
           }
@@ -609,7 +640,7 @@ std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target
     if (auto cut = seamSplit(c, s))
       if (auto piece = pieceShape(c, s, cut->axis, cut->amount, cut->hi)) {
         std::vector<Opt> opts{*cut};
-        for (const Opt &o : chooseOpts(c, *piece, target, false)) {
+        for (const Opt &o : chooseOpts(c, *piece, target, false, true)) { // (a grouped part: blocked)
           if (o.kind == Opt::Split && o.axis == cut->axis) continue; // (one split a loop)
           opts.push_back(o);
         }
@@ -658,7 +689,7 @@ std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target
   std::optional<size_t> va;
   size_t best = 0;
   for (size_t a = 0; a < s.axes.size(); ++a) {
-    if (!used[a] || sizes[a] < vec || (!interior[a] && sizes[a] % vec)) continue;
+    if (!used[a] || !laneAmount(sizes[a], vec, interior[a].has_value())) continue;
     size_t ones = 0;
     bool ok = true;
     for (size_t k = 0; k < s.reads.size(); ++k) {
@@ -666,6 +697,41 @@ std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target
       else ones += *strides[k][a] == 1;
     }
     if (ok && ones > best) best = ones, va = a;
+  }
+  if (!va && seams && std::any_of(interior.begin(), interior.end(), [](auto x) { return x.has_value(); })) {
+    // the interior's own tile: its reads' strides may be constant only there (a depthwise convolution read
+    // through a channel shuffle: its padding divides and takes remainders per term, which the interior folds)
+    auto interiorPiece = [&] {
+      std::optional<Shape> inside = s;
+      for (size_t a = 0; a < s.axes.size() && inside; ++a)
+        if (interior[a]) inside = pieceShape(c, *inside, a, interior[a]->first, interior[a]->second);
+      return inside;
+    };
+    std::optional<Shape> inside = interiorPiece();
+    // the innermost loop a read moves along by one: its interior cut to whole lanes, the rest border
+    for (size_t a = s.axes.size(); inside && a-- > 0;) {
+      bool unit = std::any_of(inside->reads.begin(), inside->reads.end(), [&](const UOp *rd) {
+        return indexStride(rd->src(1), inside->axes[a], true) == std::optional<int64_t>(1);
+      });
+      if (!unit || !interior[a]) continue;
+      int64_t n = interior[a]->second - interior[a]->first, lanes = laneAmount(n, vec, true);
+      if (lanes && n % lanes && !laneAmount(n, vec, false)) {
+        interior[a]->second = interior[a]->first + n / lanes * lanes;
+        inside = interiorPiece();
+      }
+      break;
+    }
+    std::vector<Opt> opts;
+    for (size_t a = 0; a < s.axes.size(); ++a)
+      if (interior[a]) opts.push_back({Opt::Split, a, interior[a]->first, interior[a]->second});
+    if (inside) {
+      std::vector<Opt> tile = chooseOpts(c, *inside, target, false, false);
+      if (std::any_of(tile.begin(), tile.end(), [](const Opt &o) { return o.kind == Opt::Upcast; })) {
+        for (const Opt &o : tile)
+          if (o.kind != Opt::Split) opts.push_back(o);
+        return opts;
+      }
+    }
   }
   if (!va) {
     std::vector<Opt> opts = choosePartial(s, vec);
@@ -677,7 +743,7 @@ std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target
         if (interior[a]) opts.push_back({Opt::Split, a, interior[a]->first, interior[a]->second});
     return opts;
   }
-  int64_t vAmount = interior[*va] ? (sizes[*va] >= 2 * vec ? 2 * vec : vec) : (s.sizes[*va] % (2 * vec) == 0 ? 2 * vec : vec);
+  int64_t vAmount = laneAmount(sizes[*va], vec, interior[*va].has_value());
   if (interior[*va]) { // an interior of whole vectors; the rest is border
     interior[*va]->second = interior[*va]->first + sizes[*va] / vAmount * vAmount;
     sizes[*va] = interior[*va]->second - interior[*va]->first;
@@ -911,14 +977,15 @@ struct Optimizer {
       }
       if (o.kind == Opt::Block) {
         if (!main.lanes.empty()) bad("blocks come before the upcasts");
-        if (!before.empty() || !after.empty()) bad("a split kernel is not blocked (its pieces would not share an outer loop)");
+        // (the main piece alone: the others keep their loop, each piece its own outer loop for the threads)
         int64_t n = main.sizes[o.axis];
         if (n % o.amount || o.amount == n) bad(std::to_string(o.amount) + " does not divide its " + std::to_string(n) + " iterations into several blocks");
         const UOp *r = main.axes[o.axis];
         DType dt = r->dtype;
         const UOp *outer = rangeLike(c, r, n / o.amount, next++, std::nullopt);
         const UOp *inner = c.make(Op::RANGE, dt, {c.constInt(dt, o.amount)}, r->arg, r->tag);
-        main.store = substitute(c, main.store, {{r, combinedIndex(c, outer, o.amount, inner)}});
+        // (simplified: a grouped convolution's group, inner's counter divided by the block, is outer's)
+        main.store = simplified(substitute(c, main.store, {{r, combinedIndex(c, outer, o.amount, inner)}}));
         main.axes[o.axis] = inner;
         main.sizes[o.axis] = o.amount;
         main.blocks.push_back(outer);
