@@ -27,8 +27,16 @@ input; uopc-run --outputs writes its update under the same name.
 Every input tensor is realized into a buffer of its own first (a tensor tinygrad would fold to a constant,
 zeros or an arange, becomes real data), so that it is an input of the graph and can be given new values.
 A parameter that is a view of a buffer (a slice tinygrad binds without copying, such as a realized
-`t[1:3].contiguous()` captured by fn) is stored with its own elements, in order. Not supported (a clear
-error): outputs of symbolic shape, and views on several devices.
+`t[1:3].contiguous()` captured by fn) is stored with its own elements, in order. A tensor on a device that
+only stores data (DISK: `safe_load`, `Tensor(pathlib.Path)`; NPY; PYTHON) is copied to the device that reads
+it and becomes an input under its own name, in its own shape and dtype (the file is never written). A
+tensor with no elements is an empty buffer (a parameter of 0 elements, an empty safetensors entry). Every
+dtype uopc and tinygrad share is exported; the two that safetensors has no code for (fp8e4m3fnuz,
+fp8e5m2fnuz) only as intermediates, not as inputs or outputs.
+
+Refused by name, with the reason (ExportError, one line, names and other libraries' text quoted and cut at
+about 200 characters): outputs of symbolic shape or with no elements, views on several devices, and what
+tinygrad itself cannot compute or read (its error quoted).
 """
 import base64
 import dataclasses
@@ -38,7 +46,37 @@ import math
 import os
 import struct
 
-__all__ = ["export", "export_onnx", "DTYPE_NAMES", "write_safetensors", "read_safetensors"]
+__all__ = ["export", "export_onnx", "ExportError", "DTYPE_NAMES", "write_safetensors", "read_safetensors"]
+
+
+class ExportError(RuntimeError):
+    """The exporter's own refusal: which tensor, and why (untrusted text in it quoted by _quote)."""
+
+
+def _quote(text, limit=200):
+    """text (a tensor name, a user's argument, another library's message) as one quoted line: control
+    characters, quotes and backslashes escaped, at most `limit` characters of it, '...' after the quote where
+    it was cut."""
+    text = str(text)
+    q = ""
+    for c in text[:limit]:
+        if c in "'\\":
+            e = "\\" + c
+        elif c.isprintable():
+            e = c
+        else:
+            o = ord(c)
+            e = f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}" if o < 0x10000 else f"\\U{o:08x}"
+        if len(q) + len(e) > limit:
+            return "'" + q + "'..."
+        q += e
+    return "'" + q + "'" + ("..." if len(text) > limit else "")
+
+
+def _tinygrad_error(e):
+    """One line of what tinygrad (or fn) raised, quoted: its type and the start of its message."""
+    return f"{type(e).__name__}: {_quote(str(e).strip(), 160)}"
+
 
 # uopc's dtype names (lib/IR/DTypes.def) that tinygrad has
 DTYPE_NAMES = ["void", "weakint", "weakfloat", "bool", "int8", "uint8", "int16", "uint16", "int32", "uint32",
@@ -103,64 +141,174 @@ def _buffer_of(u):
     return u if u.op is Ops.BUFFER else None
 
 
-def _device_bytes(buf_uop):
-    """Bytes per device of a BUFFER uop's (Multi)Buffer."""
+# devices that hold data but compute nothing (tinygrad copies from them): a tensor there is copied to the
+# device that reads it before the capture, never written
+_STORAGE_DEVICES = ("DISK", "NPY", "PYTHON", "TINYFS")
+# ops that only look at their first source's elements (a view, a copy, a reinterpretation)
+_VIEW_OP_NAMES = ("RESHAPE", "EXPAND", "PERMUTE", "PAD", "SHRINK", "FLIP", "BITCAST", "COPY", "CONTIGUOUS", "DETACH")
+
+
+def _on_storage(device):
+    devs = device if isinstance(device, tuple) else (device,)
+    return any(isinstance(d, str) and d.split(":")[0].upper() in _STORAGE_DEVICES for d in devs)
+
+
+def _describe(name, t):
+    """'input0 (float32, shape (3, 4))' for messages: the name quoted, the dtype and the shape."""
+    base = getattr(t.dtype, "base", t.dtype)
+    return f"{_quote(name)} ({_dtype_table().get(base, getattr(base, 'name', base))}, shape {tuple(t.shape)})"
+
+
+def _device_bytes(buf_uop, what):
+    """Bytes per device of a BUFFER uop's (Multi)Buffer. A buffer never written (Tensor.empty) is allocated
+    as tinygrad would when fn reads it: its contents are whatever the allocation holds."""
     b = buf_uop.buffer
     bufs = b.bufs if hasattr(b, "bufs") else [b]
-    return [bytes(x.as_memoryview()) for x in bufs]
+    out = []
+    for x in bufs:
+        if _on_storage(x.device):
+            raise ExportError(f"uopc_tinygrad.export: {what} is on {_quote(x.device)}, a device uopc cannot read; "
+                              "copy it to the device that computes with it (.to(...)) inside fn")
+        if x.nbytes == 0:  # tinygrad allocates nothing of no bytes
+            out.append(b"")
+            continue
+        try:
+            out.append(bytes(x.ensure_allocated().as_memoryview()))
+        except Exception as e:  # noqa: BLE001  (tinygrad's own assertions, in the exporter's words)
+            raise ExportError(f"uopc_tinygrad.export: tinygrad could not read the bytes of {what} on {_quote(x.device)} "
+                              f"({_tinygrad_error(e)})") from e
+    return out
 
 
-def _view_bytes(r):
+_UINT_OF_SIZE = {1: "uint8", 2: "uint16", 4: "uint32", 8: "uint64"}
+
+
+def _raw_bytes(t):
+    """t's elements as bytes, in order (every device's data gathered). Read as unsigned integers of t's item
+    size (a bitcast): tinygrad has no Python format for bfloat16 or fp8, and a bfloat16 made by bitcast of a
+    buffer needs no bfloat16 kernel this way."""
+    _, _, dtypes, _, _ = _tg()
+    if t.dtype != dtypes.bool and t.dtype.itemsize in _UINT_OF_SIZE:
+        t = t.bitcast(getattr(dtypes, _UINT_OF_SIZE[t.dtype.itemsize]))
+    return bytes(t._data())
+
+
+def _view_bytes(r, what):
     """The elements of a parameter that is a view of a realized buffer (tinygrad binds a contiguous slice of
     a buffer, e.g. a realized `base[1:3].contiguous()`, without copying it), in order: what the kernels read
     as that parameter, one entry for its one device. None for a view on several devices."""
     _, Tensor, _, _, _ = _tg()
     if isinstance(r.device, tuple):
         return None
-    return [bytes(Tensor(r).contiguous().realize().data())]
+    try:
+        return [_raw_bytes(Tensor(r))]
+    except Exception as e:  # noqa: BLE001
+        raise ExportError(f"uopc_tinygrad.export: tinygrad could not read the bytes of {what} "
+                          f"({_tinygrad_error(e)})") from e
 
 
-def _materialize(t):
-    """Makes t a tensor backed by a buffer of its own (same shape, dtype, devices, sharding)."""
+def _materialize(t, name):
+    """Makes t a tensor backed by a buffer of its own (same shape, dtype, devices, sharding; an empty buffer
+    for a tensor with no elements). Returns False for a tensor on a storage device (DISK: copied where it is
+    read, after fn runs)."""
     _, Tensor, _, _, _ = _tg()
-    t.realize()
+    if _on_storage(t.device):
+        return False
     if _buffer_of(t.uop) is not None:
-        return
+        return True
     devices = t.device if isinstance(t.device, tuple) else None
+    if _zero_size(t) and not devices:  # no data: an empty buffer, a parameter of no elements
+        t.replace(Tensor.empty(*t.shape, dtype=t.dtype, device=t.device))
+        return True
     axis = t.uop.axis if devices else None
-    data = bytes(t.data()) if t.numel() else b""
-    new = Tensor(data, dtype=t.dtype, device=devices[0] if devices else t.device).reshape(t.shape)
-    if devices:
-        new = new.shard(devices, axis=axis) if axis is not None else new.shard(devices)
-    new.realize()
+    try:
+        data = _raw_bytes(t)
+        new = Tensor(data, dtype=t.dtype, device=devices[0] if devices else t.device).reshape(t.shape)
+        if devices:
+            new = new.shard(devices, axis=axis) if axis is not None else new.shard(devices)
+        new.realize()
+    except Exception as e:  # noqa: BLE001  (what tinygrad cannot compute, in the exporter's words)
+        raise ExportError(f"uopc_tinygrad.export: tinygrad could not compute {_describe(name, t)} before the "
+                          f"export ({_tinygrad_error(e)})") from e
     t.replace(new)
     if _buffer_of(t.uop) is None:
-        raise RuntimeError(f"uopc_tinygrad: could not give a tensor of shape {t.shape} a buffer of its own")
+        raise ExportError(f"uopc_tinygrad.export: could not give {_describe(name, t)} a buffer of its own")
+    return True
+
+
+def _zero_size(t):
+    return all(isinstance(d, int) for d in t.shape) and 0 in t.shape
 
 
 def _device_list(t):
     return list(t.device) if isinstance(t.device, tuple) else [t.device]
 
 
-def _realize_lazy_reads(outs):
-    """Realizes, before the capture, what the outputs read from a device that is none of theirs: a COPY from
-    DISK, NPY or PYTHON (tinygrad's OnnxRunner keeps initializers as lazy copies of the model file,
-    `Tensor(pathlib.Path).to("CPU")` does the same). uopc cannot read those buffers, and the exporter could
-    not read their bytes either (they are not allocated until the copy runs); once realized they are buffers of
-    the outputs' device, inputs of the graph like any weight. Returns how many copies were realized."""
+def _realize_stored_reads(roots, stored_names, named):
+    """Copies, before the capture, what the roots read from a storage device (DISK, NPY, PYTHON: a
+    `safe_load` tensor, OnnxRunner's initializers) to the device that reads it, as a buffer of its own:
+    uopc cannot read those devices, and tinygrad would read the whole file. A chain of views and copies over
+    such a buffer is cut at the tensor the caller named (stored_names: uop -> name, a weight or an argument):
+    that tensor becomes the input, under its name and in its shape, the views above it stay in the graph.
+    named (buffer -> name) gets the new buffers. Returns the roots with the copies substituted."""
     _, Tensor, _, UOp, Ops = _tg()
-    devices = {d for o in outs for d in _device_list(o)}
-    lazy = []
-    for u in UOp.sink(*[o.uop for o in outs]).toposort():
-        if u.op is not Ops.COPY:
+    sink = UOp.sink(*roots)
+    order = sink.toposort()
+    stored = {}
+    for u in order:
+        if u.op is Ops.BUFFER:
+            stored[u] = _on_storage(u.device)
+        else:
+            stored[u] = u.op.name in _VIEW_OP_NAMES and bool(u.src) and stored.get(u.src[0], False)
+    repl = {}
+    for u in order:
+        if stored[u]:
             continue
-        src = u.src[0].device
-        if any(d not in devices for d in (src if isinstance(src, tuple) else (src,))):
-            lazy.append(u)
-    if lazy:
-        # realizing them rewrites every live tensor that refers to them (the outputs among them) to the buffers
-        Tensor.realize(*[Tensor(u) for u in lazy])
-    return len(lazy)
+        for top in u.src:
+            if not stored.get(top) or top in repl:
+                continue
+            chain = [top]  # top down to the first named node, or to the buffer
+            while chain[-1] not in stored_names and chain[-1].op is not Ops.BUFFER:
+                chain.append(chain[-1].src[0])
+            cut = chain[-1] if chain[-1] in stored_names else top
+            name = stored_names.get(cut)
+            above = chain[:chain.index(cut)][::-1]  # the views between the cut and top, bottom up
+            copies = [v for v in above if v.op is Ops.COPY] + ([top] if top.op is Ops.COPY else [])
+            target = copies[-1].device if copies else _consumer_device(u, roots)
+            what = _describe(name, Tensor(cut)) if name else f"a tensor on {_quote(cut.device)} of shape {tuple(cut.shape)}"
+            try:
+                t = Tensor(cut)
+                if _zero_size(t):  # nothing to copy (and tinygrad realizes nothing of no elements)
+                    t = Tensor.empty(*t.shape, dtype=t.dtype, device=target if _on_storage(cut.device) else cut.device)
+                else:
+                    t = (t.to(target) if _on_storage(cut.device) else t).contiguous().realize()
+            except Exception as e:  # noqa: BLE001
+                raise ExportError(f"uopc_tinygrad.export: tinygrad could not copy {what} to {_quote(target)} "
+                                  f"({_tinygrad_error(e)})") from e
+            new = t.uop
+            for v in above:  # the views above the cut, over the copy (a copy already made is dropped)
+                if v.op is not Ops.COPY:
+                    new = v.replace(src=(new, *v.src[1:]))
+            repl[top] = new
+            if name is not None and _buffer_of(t.uop) is not None:
+                named.setdefault(_buffer_of(t.uop), name)
+    if not repl:
+        return list(roots)
+    return list(sink.substitute(repl).src)
+
+
+def _consumer_device(u, roots):
+    """The device a node computes on (the first root's for the sink), where a stored tensor it reads goes."""
+    try:
+        d = u.device
+    except Exception:  # noqa: BLE001
+        d = None
+    if d is None or _on_storage(d):
+        d = next((r.device for r in roots if not _on_storage(r.device)), None)
+    if d is None:
+        from tinygrad import Device
+        d = Device.DEFAULT
+    return d
 
 
 def _call_lazily(fn, args):
@@ -187,9 +335,9 @@ def _call_lazily(fn, args):
     try:
         outs = fn(*args)
     except Exception as e:  # noqa: BLE001  (what tinygrad says when fn reads a value left lazy)
-        raise RuntimeError(f"uopc_tinygrad.export: fn failed with its realizes of what its arguments reach left lazy "
-                           f"({type(e).__name__}: {str(e)[:200]}); a function that reads such a value on the host "
-                           "(.numpy(), .item(), .tolist(), data-dependent control flow) cannot be captured") from e
+        raise ExportError(f"uopc_tinygrad.export: fn failed with its realizes of what its arguments reach left lazy "
+                          f"({_tinygrad_error(e)}); a function that reads such a value on the host "
+                          "(.numpy(), .item(), .tolist(), data-dependent control flow) cannot be captured") from e
     finally:
         Tensor.realize = original
     state = [(t, u) for t, u in before.values() if t.uop is not u and _buffer_of(t.uop) is None]
@@ -331,9 +479,9 @@ def export(fn, *args, out, model=None, input_names=None, output_names=None):
     """Runs fn(*args) symbolically and writes out/graph.json, out/io.json and out/inputs.safetensors.
 
     input_names/output_names replace input0.../output0... (the ONNX path names them as its graph does).
-    Returns the io.json dictionary. See the module docstring for the names and files."""
+    Returns the io.json dictionary. See the module docstring for the names and files. Raises ExportError,
+    naming the tensor and why, for what cannot be exported."""
     tinygrad, Tensor, dtypes, UOp, Ops = _tg()
-    from tinygrad.tensor import transform_to_call
 
     def in_name(i):
         return input_names[i] if input_names else f"input{i}"
@@ -344,58 +492,86 @@ def export(fn, *args, out, model=None, input_names=None, output_names=None):
     if model is not None:
         from tinygrad.nn.state import get_state_dict
         state = get_state_dict(model)
-    for t in state.values():
-        _materialize(t)
-    for a in args:
-        if isinstance(a, Tensor):
-            _materialize(a)
-    named = {}
-    for name, t in state.items():
-        named.setdefault(_buffer_of(t.uop), name)
-    for i, a in enumerate(args):
-        if isinstance(a, Tensor):
-            named.setdefault(_buffer_of(a.uop), in_name(i))
+    named, stored_names = {}, {}
+    given = [(name, t) for name, t in state.items()] + [(in_name(i), a) for i, a in enumerate(args) if isinstance(a, Tensor)]
+    for name, t in given:
+        if not _materialize(t, name):
+            stored_names.setdefault(t.uop, name)
+    for name, t in given:
+        if _buffer_of(t.uop) is not None:
+            named.setdefault(_buffer_of(t.uop), name)
 
     outs, state_tensors = _call_lazily(fn, args)
     outs = tuple(outs) if isinstance(outs, (tuple, list)) else (outs,)
     if not outs or not all(isinstance(o, Tensor) for o in outs):
         raise TypeError("uopc_tinygrad.export: fn must return a Tensor or a tuple of Tensors")
-    for o in outs:
+    for j, o in enumerate(outs):
+        try:  # tinygrad finds a shape error only when the shape is asked for
+            o.shape
+        except Exception as e:  # noqa: BLE001
+            raise ExportError(f"uopc_tinygrad.export: tinygrad cannot compute output {j} {_quote(out_name(j))} of fn "
+                              f"({_tinygrad_error(e)})") from e
         if o.dtype in (dtypes.weakint, dtypes.weakfloat):
-            raise TypeError("uopc_tinygrad.export: an output has a weak dtype; cast it to a concrete dtype first")
+            raise ExportError(f"uopc_tinygrad.export: output {j} {_quote(out_name(j))} has the weak dtype {o.dtype.name}; "
+                              "cast it to a concrete dtype first")
+        if all(isinstance(d, int) for d in o.shape) and 0 in o.shape:
+            raise ExportError(f"uopc_tinygrad.export: output {j} {_describe(out_name(j), o)} has no elements: tinygrad "
+                              "computes no buffer for it and uopc has no zero-size parameter; return only results "
+                              "with elements")
     try:
-        return _export_captured(outs, state_tensors, args, out, named, state, in_name, out_name)
+        return _export_captured(outs, state_tensors, args, out, named, stored_names, state, in_name, out_name)
+    except (ExportError, OSError):
+        raise
+    except Exception as e:  # noqa: BLE001  (what no check above foresaw: still one line of the exporter's)
+        raise ExportError(f"uopc_tinygrad.export: tinygrad failed while the exporter read fn's graph "
+                          f"({_tinygrad_error(e)})") from e
     finally:
         for t, u in state_tensors:  # the model as it was: its state's updates were only captured
             t.uop = u
 
 
-def _export_captured(outs, state_tensors, args, out, named, state, in_name, out_name):
+def _export_captured(outs, state_tensors, args, out, named, stored_names, state, in_name, out_name):
     tinygrad, Tensor, dtypes, UOp, Ops = _tg()
     from tinygrad.tensor import transform_to_call
-    _realize_lazy_reads(list(outs) + [t for t, _ in state_tensors])
+    roots = _realize_stored_reads([o.uop for o in outs] + [t.uop for t, _ in state_tensors], stored_names, named)
+    outs = [Tensor(r) if r is not o.uop else o for r, o in zip(roots, outs)]
+    state_roots = roots[len(outs):]
     # an output that is a view (logits[:, -1, :]) or a buffer fn did not compute gets a buffer of its own
     outs = tuple(o if o.uop is o.uop.base and _buffer_of(o.uop) is None else o.contiguous() for o in outs)
-    call, buffer_map = transform_to_call(UOp.sink(*[o.uop for o in outs], *[t.uop for t, _ in state_tensors]))
+    try:
+        call, buffer_map = transform_to_call(UOp.sink(*[o.uop for o in outs], *state_roots))
+    except Exception as e:  # noqa: BLE001
+        raise ExportError(f"uopc_tinygrad.export: tinygrad could not schedule fn's outputs ({_tinygrad_error(e)})") from e
     body, repl = call.src[0], call.src[1:]
     slot_of = {r: i for i, r in enumerate(repl)}
     table = _dtype_table()
+
+    def dtype_name(dt, what):
+        dt = getattr(dt, "base", dt)
+        if dt not in table:
+            raise ExportError(f"uopc_tinygrad.export: {what} has the dtype {getattr(dt, 'name', dt)}, which uopc has no name for")
+        name = table[dt]
+        if name not in SAFETENSORS_CODES:
+            raise ExportError(f"uopc_tinygrad.export: {what} has the dtype {name}, which safetensors has no code for "
+                              "(inputs.safetensors and uopc-run --inputs/--outputs could not hold it); bitcast it to "
+                              "uint8 where fn takes or returns it")
+        return name
 
     outputs, out_slots = [], {}
     for j, o in enumerate(outs):
         if not all(isinstance(d, int) for d in o.shape):
             shape = tuple(d if isinstance(d, int) else "<symbolic>" for d in o.shape)
-            raise RuntimeError(f"uopc_tinygrad.export: output {j} has a symbolic shape {shape}: not supported "
-                               "(uopc would have to keep the elements past its size; return a fixed-size tensor)")
+            raise ExportError(f"uopc_tinygrad.export: output {j} {_quote(out_name(j))} has a symbolic shape {shape}: "
+                              "not supported (uopc would have to keep the elements past its size; return a fixed-size tensor)")
         storage = buffer_map.get(o.uop)
         b = _buffer_of(storage) if storage is not None else None
         if b is None or b not in slot_of:
-            raise RuntimeError(f"uopc_tinygrad.export: output {j} is computed by no kernel of the schedule "
-                               "(is it one of the inputs?)")
+            raise ExportError(f"uopc_tinygrad.export: output {j} {_describe(out_name(j), o)} is computed by no kernel "
+                              "of the schedule (is it one of the inputs?)")
         out_slots[slot_of[b]] = out_name(j)
         devs = list(o.device) if isinstance(o.device, tuple) else [o.device]
-        outputs.append({"name": out_name(j), "slot": slot_of[b], "dtype": table[o.dtype], "shape": list(o.shape),
-                        "devices": devs})
+        outputs.append({"name": out_name(j), "slot": slot_of[b], "dtype": dtype_name(o.dtype, f"output {j} {_quote(out_name(j))}"),
+                        "shape": list(o.shape), "devices": devs})
 
     # buffers the call writes that are not outputs: created inside fn (.contiguous(), Tensor.zeros)
     written = _writes(body)
@@ -405,8 +581,8 @@ def _export_captured(outs, state_tensors, args, out, named, state, in_name, out_
     internal = [i for i in sorted(written) if i not in out_slots and i not in state_slots]
     body, left = _inline_internal(body, internal, written)
     if left:
-        raise RuntimeError(f"uopc_tinygrad.export: fn writes buffer parameter(s) {left} in a form the exporter "
-                           "cannot inline (several or partial stores into a buffer fn created); not supported")
+        raise ExportError(f"uopc_tinygrad.export: fn writes buffer parameter(s) {left} in a form the exporter "
+                          "cannot inline (several or partial stores into a buffer fn created); not supported")
     internal = set(internal)
 
     names, inputs, variables, tensors = {}, [], [], {}
@@ -422,15 +598,16 @@ def _export_captured(outs, state_tensors, args, out, named, state, in_name, out_
             names[i] = var.arg.name
             variables.append({"name": var.arg.name, "slot": i, "value": value, "min": lo, "max": hi})
             continue
-        # a view of a buffer (a slice tinygrad binds without copying): its own elements are the input
-        data = _device_bytes(r) if r.op is Ops.BUFFER else _view_bytes(r)
-        if data is None:
-            raise RuntimeError(f"uopc_tinygrad.export: parameter {i} is a {r.op.name} of a buffer on several devices "
-                               "(a view); make the tensor contiguous on each device before calling fn")
         name = named.get(r, f"state{i}" if i in state_slots else f"buffer{i}")
+        what = f"parameter {i} {_quote(name)}"
+        dt = dtype_name(r.dtype, what)
+        # a view of a buffer (a slice tinygrad binds without copying): its own elements are the input
+        data = _device_bytes(r, what) if r.op is Ops.BUFFER else _view_bytes(r, what)
+        if data is None:
+            raise ExportError(f"uopc_tinygrad.export: {what} is a {r.op.name} of a buffer on several devices "
+                              "(a view); make the tensor contiguous on each device before calling fn")
         names[i] = name
         devs = list(r.device) if isinstance(r.device, tuple) else [r.device]
-        dt = table[r.dtype.base if hasattr(r.dtype, "base") else r.dtype]
         per_device = len(data[0]) // max(1, r.dtype.itemsize) if data else 0
         inputs.append({"name": name, "slot": i, "dtype": dt, "shape": [per_device], "devices": devs,
                        **({"state": True} if i in state_slots else {})})
@@ -441,12 +618,15 @@ def _export_captured(outs, state_tensors, args, out, named, state, in_name, out_
     by_name = {**{n: t for n, t in state.items()}, **{in_name(i): a for i, a in enumerate(args) if isinstance(a, Tensor)}}
     for e in inputs:
         t = by_name.get(e["name"])
-        if t is not None and all(isinstance(d, int) for d in t.shape):
+        if t is not None and all(isinstance(d, int) for d in t.shape) and not _on_storage(t.device):
             e["shape"] = list(t.shape)
+        elif t is not None and e["name"] in tensors and len(e["devices"]) == 1:
+            # copied from a storage device: the shape of the copy, which is the named tensor's
+            e["shape"] = list(t.shape)
+        if e["name"] in tensors and math.prod(e["shape"]) == math.prod(tensors[e["name"]][1]):
             # one device: the safetensors entry takes the tensor's shape too (a sharded one stays per device)
-            if e["name"] in tensors and math.prod(t.shape) == math.prod(tensors[e["name"]][1]):
-                code, _, blob = tensors[e["name"]]
-                tensors[e["name"]] = (code, list(t.shape), blob)
+            code, _, blob = tensors[e["name"]]
+            tensors[e["name"]] = (code, list(e["shape"]), blob)
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "graph.json"), "w") as f:
         f.write(_graph_json(body, names))
@@ -476,15 +656,22 @@ def export_onnx(path, out, shapes=None, seed=0):
         shape, dtname = shapes.pop(name, (None, None))
         if shape is None:
             if not all(isinstance(d, int) for d in spec.shape):
-                raise ValueError(f"uopc_tinygrad: ONNX input {name!r} has the dynamic shape {tuple(spec.shape)}; "
-                                 f"give it with --input {name}=D0,D1,...")
+                raise ExportError(f"uopc_tinygrad: ONNX input {_quote(name)} has the dynamic shape "
+                                  f"{_quote(tuple(spec.shape))}; give it with --input NAME=D0,D1,...")
             shape = tuple(spec.shape)
+        if dtname and not isinstance(getattr(dtypes, dtname, None), type(dtypes.float32)):
+            raise ExportError(f"uopc_tinygrad: --input {_quote(name)}: no dtype {_quote(dtname)} (float32, int64, ...)")
         dt = getattr(dtypes, dtname) if dtname else spec.dtype
-        x = Tensor.randn(*shape, dtype=dt) if dtypes.is_float(dt) else Tensor.zeros(*shape, dtype=dt)
+        try:
+            x = Tensor.randn(*shape, dtype=dt) if dtypes.is_float(dt) else Tensor.zeros(*shape, dtype=dt)
+            args.append(x.contiguous().realize())
+        except Exception as e:  # noqa: BLE001
+            raise ExportError(f"uopc_tinygrad: tinygrad could not make the random input {_quote(name)} of shape "
+                              f"{shape} and dtype {dt.name} ({_tinygrad_error(e)})") from e
         names.append(name)
-        args.append(x.contiguous().realize())
     if shapes:
-        raise ValueError(f"uopc_tinygrad: the ONNX model has no input(s) {sorted(shapes)}; it has {list(runner.graph_inputs)}")
+        raise ExportError(f"uopc_tinygrad: the ONNX model has no input(s) {_quote(', '.join(sorted(shapes)))}; it has "
+                          f"{_quote(', '.join(runner.graph_inputs))}")
     outputs = list(runner.graph_outputs)
     weights = {k: v for k, v in runner.graph_values.items() if isinstance(v, Tensor)}
 

@@ -34,14 +34,18 @@ def main(argv=None) -> int:
             except ValueError:
                 shape = None
             if not eq or not name or shape is None or any(d < 0 for d in shape):
-                ap.error(f"--input expects NAME=D0,D1,...[:DTYPE], got {spec!r}")
+                ap.error(f"--input expects NAME=D0,D1,...[:DTYPE], got {uopc_tinygrad._quote(spec)}")
             shapes[name] = (shape, dt or None)
         if not os.path.isfile(a.target):
-            ap.error(f"no such file: {a.target}")
+            ap.error(f"no such file: {uopc_tinygrad._quote(a.target)}")
         try:
             io = uopc_tinygrad.export_onnx(a.target, a.out, shapes)
-        except (ValueError, NotImplementedError, RuntimeError) as e:
+        except uopc_tinygrad.ExportError as e:
             print(f"python -m uopc_tinygrad: error: {e}", file=sys.stderr)
+            return 1
+        except Exception as e:  # noqa: BLE001  (OnnxRunner's own errors: an operator it lacks, a bad file)
+            print(f"python -m uopc_tinygrad: error: tinygrad's OnnxRunner failed on {uopc_tinygrad._quote(a.target)} "
+                  f"({uopc_tinygrad._tinygrad_error(e)})", file=sys.stderr)
             return 1
         print(f"wrote {a.out}/graph.json, io.json, inputs.safetensors: {len(io['inputs'])} inputs, "
               f"{len(io['outputs'])} outputs, {len(io['vars'])} variables")
@@ -57,7 +61,11 @@ def main(argv=None) -> int:
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     fn, args, model = getattr(mod, name)()
-    io = uopc_tinygrad.export(fn, *args, out=a.out, model=model)
+    try:
+        io = uopc_tinygrad.export(fn, *args, out=a.out, model=model)
+    except uopc_tinygrad.ExportError as e:
+        print(f"python -m uopc_tinygrad: error: {e}", file=sys.stderr)
+        return 1
     print(f"wrote {a.out}/graph.json, io.json, inputs.safetensors: {len(io['inputs'])} inputs, "
           f"{len(io['outputs'])} outputs, {len(io['vars'])} variables")
     return 0
