@@ -10,6 +10,7 @@
 #include "IR/Error.h"
 #include "IR/GraphIO.h"
 #include "IR/Kernel.h"
+#include "IR/Records.h"
 #include "IR/Work.h"
 #include "Passes/PassManager.h"
 #include "Passes/Rewrite.h"
@@ -104,9 +105,9 @@ struct BackendOptions {
   std::string cpu = "native";    ///< C and LLVM targets: the CPU the kernels are built for
 };
 
-/// A kernel body without its KernelInfo (the kernel's name) and with its RANGEs renumbered 0, 1, ... in
-/// topological order: the same node for kernels that differ only in their names and in the numbers
-/// rangeify gave their ranges (numbered across the whole graph).
+/// A kernel body without its KernelInfo (the kernel's name) and its parameters' names, with its RANGEs
+/// renumbered 0, 1, ... in topological order: the same node for kernels that differ only in their names, the
+/// names of the weights they read and the numbers rangeify gave their ranges (numbered across the whole graph).
 const UOp *canonicalBody(Context &c, const UOp *body) {
   if (body->op == Op::SINK) body = c.make(Op::SINK, body->dtype, body->src());
   if (body->op == Op::LINEAR && body->nsrc > 0) { // LINEAR(SINK, items): both without the name
@@ -117,6 +118,13 @@ const UOp *canonicalBody(Context &c, const UOp *body) {
   std::unordered_map<const UOp *, const UOp *> renumbered;
   int64_t n = 0;
   for (const UOp *u : toposort(body)) {
+    if (u->op == Op::PARAM && u->arg && u->arg->kind == ArgKind::Record && u->arg->field("name")) {
+      // (a parameter's name: no part of the function; the weights of a network's repeated layers)
+      ParamArg pa = ParamArg::decode(u->arg);
+      pa.name.reset();
+      renumbered[u] = c.make(Op::PARAM, u->dtype, u->src(), pa.encode(c), u->tag);
+      continue;
+    }
     if (u->op != Op::RANGE || !u->arg || u->arg->kind != ArgKind::Tuple || u->arg->count == 0) continue;
     std::vector<const Arg *> elems(u->arg->elems().begin(), u->arg->elems().end());
     elems[0] = c.argInt(n++);

@@ -621,7 +621,30 @@ int64_t laneAmount(int64_t n, int64_t vec, bool inside) {
 /// The opts of level 2 for kernel shape s (see the file comment).
 std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target, bool seams = true, bool groups = true) {
   if (s.reduces.empty() || s.reads.empty()) return {};
-  // a grouped convolution's groups first (groupSize), then the opts of one group's channels
+  // a concatenation's parts first (seamSplit), then the opts of the main piece (a grouped convolution's
+  // part blocked by its groups: ShuffleNet's concatenation of a pooled input and a grouped convolution)
+  // (a seam between parts of like work, a channel shuffle's halves read from two buffers, leaves the
+  // grouped convolution whole: only the main piece would be tiled)
+  std::optional<Opt> cut = seams ? seamSplit(c, s) : std::nullopt;
+  if (cut && groups) {
+    int64_t n = s.sizes[cut->axis];
+    double main = reductionWork(pieceShape(c, s, cut->axis, cut->amount, cut->hi)), rest = 0;
+    if (cut->amount > 0) rest += reductionWork(pieceShape(c, s, cut->axis, 0, cut->amount));
+    if (cut->hi < n) rest += reductionWork(pieceShape(c, s, cut->axis, cut->hi, n));
+    bool grouped = false;
+    for (size_t a = 0; a < s.axes.size(); ++a) grouped = grouped || groupSize(s, a).has_value();
+    if (grouped && main < 2 * rest) cut.reset();
+  }
+  if (cut)
+    if (auto piece = pieceShape(c, s, cut->axis, cut->amount, cut->hi)) {
+      std::vector<Opt> opts{*cut};
+      for (const Opt &o : chooseOpts(c, *piece, target, false, true)) { // (a grouped part: blocked)
+        if (o.kind == Opt::Split && o.axis == cut->axis) continue; // (one split a loop)
+        opts.push_back(o);
+      }
+      return opts;
+    }
+  // then a grouped convolution's groups (groupSize), then the opts of one group's channels
   if (groups)
     for (size_t a = 0; a < s.axes.size(); ++a)
       if (auto k = groupSize(s, a))
@@ -635,17 +658,6 @@ std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target
             return inner;
           }
         }
-  // a concatenation's parts first (seamSplit), then the opts of the main piece
-  if (seams)
-    if (auto cut = seamSplit(c, s))
-      if (auto piece = pieceShape(c, s, cut->axis, cut->amount, cut->hi)) {
-        std::vector<Opt> opts{*cut};
-        for (const Opt &o : chooseOpts(c, *piece, target, false, true)) { // (a grouped part: blocked)
-          if (o.kind == Opt::Split && o.axis == cut->axis) continue; // (one split a loop)
-          opts.push_back(o);
-        }
-        return opts;
-      }
   // strides[read][axis]
   std::vector<std::vector<std::optional<int64_t>>> strides;
   for (const UOp *rd : s.reads) {
