@@ -411,16 +411,15 @@ std::optional<int64_t> relayoutStride(Context &c, const Shape &s, const UOp *rd,
   for (const UOp *u : toposort(idx))
     if (u->op == Op::CONST && u->arg && u->arg->kind == ArgKind::Invalid) return std::nullopt;
   RangeInfo ri;
-  // (a loop that moves the read by whole blocks of r's rows, a grouped convolution's group loop, is no part
-  // of a row)
+  // (a loop that moves the read by whole blocks of r's rows, a grouped convolution's group loop or the batch
+  // of attention's keys, is no part of a row)
   auto n = constBound(r->src(0));
   std::unordered_map<const UOp *, const UOp *> zero{{r, c.constInt(r->dtype, 0)}};
-  auto kernelLoop = [&](const UOp *u) {
-    return std::find(s.axes.begin(), s.axes.end(), u) != s.axes.end() ||
-           std::find(s.reduceRanges.begin(), s.reduceRanges.end(), u) != s.reduceRanges.end();
+  auto reduction = [&](const UOp *u) {
+    return std::find(s.reduceRanges.begin(), s.reduceRanges.end(), u) != s.reduceRanges.end();
   };
   for (const UOp *u : toposort(idx))
-    if (auto us = u->op == Op::RANGE && u != r && n && !kernelLoop(u) ? indexStride(idx, u) : std::nullopt;
+    if (auto us = u->op == Op::RANGE && u != r && n && !reduction(u) ? indexStride(idx, u) : std::nullopt;
         us && *us != 0 && *us % (*st * static_cast<int64_t>(*n)) == 0)
       zero[u] = c.constInt(u->dtype, 0);
   const UOp *rest = substitute(c, idx, zero);
@@ -844,11 +843,14 @@ struct Optimizer {
         bad("the read does not move by a constant stride along the loop");
       DType dt = idx->dtype;
       // the row blocks: the loops that move the read by whole blocks of n rows (the lanes' outer loop, a
-      // cache block or a group's loop around them); the rest of the index is the row's element
+      // cache block, a group's loop or another output loop around them); the rest of the index is the row's
+      // element
       std::unordered_map<const UOp *, const UOp *> zero{{lane, c.constInt(lane->dtype, 0)}};
       const UOp *blocks = c.constInt(dt, 0);
       for (const UOp *r : toposort(idx)) {
-        if (r->op != Op::RANGE || r == lane || (r != outer && std::find(p.blocks.begin(), p.blocks.end(), r) == p.blocks.end()))
+        if (r->op != Op::RANGE || r == lane ||
+            (r != outer && std::find(p.blocks.begin(), p.blocks.end(), r) == p.blocks.end() &&
+             std::find(p.axes.begin(), p.axes.end(), r) == p.axes.end()))
           continue;
         auto rs = indexStride(idx, r);
         if (!rs || *rs == 0 || *rs % (*st * n)) continue;
