@@ -334,6 +334,8 @@ def _call_lazily(fn, args):
     Tensor.realize = lazy
     try:
         outs = fn(*args)
+    except ExportError:
+        raise
     except Exception as e:  # noqa: BLE001  (what tinygrad says when fn reads a value left lazy)
         raise ExportError(f"uopc_tinygrad.export: fn failed with its realizes of what its arguments reach left lazy "
                           f"({_tinygrad_error(e)}); a function that reads such a value on the host "
@@ -639,26 +641,65 @@ def _export_captured(outs, state_tensors, args, out, named, stored_names, state,
     return io
 
 
-def export_onnx(path, out, shapes=None, seed=0):
+def export_onnx(path, out, shapes=None, seed=0, dynamic=None):
     """Exports an ONNX model through tinygrad's OnnxRunner: out/graph.json, io.json, inputs.safetensors.
 
     Inputs and outputs keep their ONNX names, initializers too (as inputs of the graph: the weights). shapes:
     {input name: (shape tuple, dtype name or None)} for inputs whose ONNX shape has a named (dynamic) dimension
     or that should take another size; every other input takes its ONNX shape. The inputs written are seeded
-    random values (normal floats, zeros for integers). Returns the io.json dictionary."""
-    _, Tensor, dtypes, _, _ = _tg()
+    random values (normal floats, zeros for integers).
+
+    dynamic: {dimension name: (min, max)} keeps named dimensions of the ONNX inputs symbolic: each is a uopc
+    variable of that name and range (uopc-run --var NAME=SIZE), bound to max in the export. An input's buffer
+    holds max along such a dimension and the graph reads its first SIZE; an output whose size depends on one is
+    stored at its largest size, its elements past SIZE zeros. io.json's inputs and outputs list them
+    ("dynamic": {axis: size}). Returns the io.json dictionary."""
+    _, Tensor, dtypes, UOp, _ = _tg()
+    from tinygrad import Variable
     from tinygrad.nn.onnx import OnnxRunner
-    shapes = dict(shapes or {})
-    runner = OnnxRunner(path)
-    names, args = [], []
+    shapes, dynamic = dict(shapes or {}), dict(dynamic or {})
+    for dim, (lo, hi) in dynamic.items():
+        if not (dim.isascii() and dim.isidentifier()):
+            raise ExportError(f"uopc_tinygrad: --dynamic {_quote(dim)}: a uopc variable's name is a C identifier "
+                              "(letters, digits, _); rename the ONNX dimension")
+        if not (isinstance(lo, int) and isinstance(hi, int) and 1 <= lo <= hi):
+            raise ExportError(f"uopc_tinygrad: --dynamic {_quote(dim)}={lo}:{hi}: expects 1 <= MIN <= MAX")
+    bound = {dim: Variable(dim, lo, hi).bind(hi) for dim, (lo, hi) in dynamic.items()}
+
+    class Runner(OnnxRunner):
+        def _parse_input(self, name, value, spec):
+            # OnnxRunner compares every size as an int; a dynamic dimension is the bound variable itself
+            if not isinstance(value, Tensor) or all(isinstance(d, int) for d in value.shape):
+                return super()._parse_input(name, value, spec)
+            for axis, (want, got) in enumerate(zip(spec.shape, value.shape, strict=True)):
+                if isinstance(want, str):
+                    want = bound[want] if want in bound else self.variable_dims.setdefault(want, got)
+                if got is not want and not (isinstance(got, int) and isinstance(want, int) and got == want):
+                    raise ExportError(f"uopc_tinygrad: ONNX input {_quote(name)} axis {axis}: the model's size does not "
+                                      "match the dynamic one")
+            return value
+    try:
+        runner = Runner(path)
+    except Exception as e:  # noqa: BLE001
+        raise ExportError(f"uopc_tinygrad: tinygrad's OnnxRunner cannot read {_quote(path)} ({_tinygrad_error(e)})") from e
+    unused = set(dynamic) - {d for spec in runner.graph_inputs.values() for d in spec.shape if isinstance(d, str)}
+    if unused:
+        raise ExportError(f"uopc_tinygrad: --dynamic {_quote(', '.join(sorted(unused)))}: no ONNX input has a dimension "
+                          "of that name")
+    names, args, dyn_axes = [], [], {}
     Tensor.manual_seed(seed)
     for name, spec in runner.graph_inputs.items():
+        axes = {a: d for a, d in enumerate(spec.shape) if isinstance(d, str) and d in dynamic}
         shape, dtname = shapes.pop(name, (None, None))
         if shape is None:
-            if not all(isinstance(d, int) for d in spec.shape):
+            if not all(isinstance(d, int) or d in dynamic for d in spec.shape):
                 raise ExportError(f"uopc_tinygrad: ONNX input {_quote(name)} has the dynamic shape "
-                                  f"{_quote(tuple(spec.shape))}; give it with --input NAME=D0,D1,...")
-            shape = tuple(spec.shape)
+                                  f"({_quote(', '.join(str(d) for d in spec.shape))}); give its size with --input NAME=D0,D1,... or keep "
+                                  "a named dimension symbolic with --dynamic DIM=MIN:MAX")
+            shape = tuple(dynamic[d][1] if isinstance(d, str) else d for d in spec.shape)
+        elif any(a >= len(shape) or shape[a] != dynamic[d][1] for a, d in axes.items()):
+            raise ExportError(f"uopc_tinygrad: --input {_quote(name)}: its dynamic dimensions hold their largest size "
+                              f"(--dynamic MAX), {_quote({a: dynamic[d][1] for a, d in axes.items()})} by axis")
         if dtname and not isinstance(getattr(dtypes, dtname, None), type(dtypes.float32)):
             raise ExportError(f"uopc_tinygrad: --input {_quote(name)}: no dtype {_quote(dtname)} (float32, int64, ...)")
         dt = getattr(dtypes, dtname) if dtname else spec.dtype
@@ -669,13 +710,54 @@ def export_onnx(path, out, shapes=None, seed=0):
             raise ExportError(f"uopc_tinygrad: tinygrad could not make the random input {_quote(name)} of shape "
                               f"{shape} and dtype {dt.name} ({_tinygrad_error(e)})") from e
         names.append(name)
+        dyn_axes[name] = axes
     if shapes:
         raise ExportError(f"uopc_tinygrad: the ONNX model has no input(s) {_quote(', '.join(sorted(shapes)))}; it has "
                           f"{_quote(', '.join(runner.graph_inputs))}")
     outputs = list(runner.graph_outputs)
     weights = {k: v for k, v in runner.graph_values.items() if isinstance(v, Tensor)}
+    out_dyn = {}
 
     def fn(*xs):
-        res = runner(dict(zip(names, xs)))
-        return tuple(res[o] for o in outputs)
-    return export(fn, *args, out=out, model=weights, input_names=names, output_names=outputs)
+        feed = {}
+        for name, x in zip(names, xs):
+            axes = dyn_axes[name]
+            feed[name] = x.shrink(tuple((0, bound[axes[a]]) if a in axes else None for a in range(x.ndim))) if axes else x
+        try:
+            res = runner(feed)
+        except ExportError:
+            raise
+        except Exception as e:  # noqa: BLE001  (an operator OnnxRunner lacks, or cannot trace with a symbolic size)
+            raise ExportError(f"uopc_tinygrad: tinygrad's OnnxRunner failed on {_quote(path)}" +
+                              (f" with {_quote(', '.join(dynamic))} symbolic" if dynamic else "") +
+                              f" ({_tinygrad_error(e)})" + ("; a size the graph fixes (a Reshape to a constant "
+                                                            "shape) cannot follow a dynamic one" if dynamic else "")) from e
+        outs = []
+        for o in outputs:
+            t = res[o]
+            sym = {a: d for a, d in enumerate(t.shape) if not isinstance(d, int)}
+            if sym:  # stored at its largest size, zeros past the dynamic one
+                out_dyn[o] = {a: _size_text(d) for a, d in sym.items()}
+                t = t.pad(tuple((0, d.vmax - d) if a in sym else None for a, d in enumerate(t.shape)))
+            outs.append(t)
+        return tuple(outs)
+    io = export(fn, *args, out=out, model=weights, input_names=names, output_names=outputs)
+    if dynamic:
+        for e in io["inputs"]:
+            if dyn_axes.get(e["name"]):
+                e["dynamic"] = {str(a): d for a, d in dyn_axes[e["name"]].items()}
+        for e in io["outputs"]:
+            if e["name"] in out_dyn:
+                e["dynamic"] = {str(a): d for a, d in out_dyn[e["name"]].items()}
+        with open(os.path.join(out, "io.json"), "w") as f:
+            json.dump(io, f, indent=1)
+            f.write("\n")
+    return io
+
+
+def _size_text(d):
+    """A symbolic size as text: the variable's name, or tinygrad's rendering of the expression."""
+    try:
+        return d.render(simplify=True) if hasattr(d, "render") else str(d)
+    except Exception:  # noqa: BLE001
+        return "symbolic"

@@ -23,8 +23,22 @@ def main(argv=None) -> int:
     ap.add_argument("-o", "--out", required=True, metavar="DIR", help="where graph.json, io.json, inputs.safetensors go")
     ap.add_argument("--input", action="append", default=[], metavar="NAME=SHAPE[:DTYPE]",
                     help="ONNX only: the shape (D0,D1,...) and optionally dtype (float32, int64, ...) of an input")
+    ap.add_argument("--dynamic", action="append", default=[], metavar="DIM=MIN:MAX",
+                    help="ONNX only: keep the named input dimension DIM symbolic, a uopc variable in [MIN, MAX] "
+                         "(uopc-run --var DIM=SIZE); buffers hold MAX along it, outputs are zeros past SIZE")
     a = ap.parse_args(argv)
     if a.target.endswith(".onnx"):
+        dynamic = {}
+        for spec in a.dynamic:
+            name, eq, rest = spec.rpartition("=")
+            lo, colon, hi = rest.partition(":")
+            try:
+                lo, hi = int(lo), int(hi)
+            except ValueError:
+                colon = ""
+            if not eq or not name or not colon:
+                ap.error(f"--dynamic expects DIM=MIN:MAX, got {uopc_tinygrad._quote(spec)}")
+            dynamic[name] = (lo, hi)
         shapes = {}
         for spec in a.input:
             name, eq, rest = spec.rpartition("=")
@@ -39,7 +53,7 @@ def main(argv=None) -> int:
         if not os.path.isfile(a.target):
             ap.error(f"no such file: {uopc_tinygrad._quote(a.target)}")
         try:
-            io = uopc_tinygrad.export_onnx(a.target, a.out, shapes)
+            io = uopc_tinygrad.export_onnx(a.target, a.out, shapes, dynamic=dynamic)
         except uopc_tinygrad.ExportError as e:
             print(f"python -m uopc_tinygrad: error: {e}", file=sys.stderr)
             return 1
@@ -50,8 +64,8 @@ def main(argv=None) -> int:
         print(f"wrote {a.out}/graph.json, io.json, inputs.safetensors: {len(io['inputs'])} inputs, "
               f"{len(io['outputs'])} outputs, {len(io['vars'])} variables")
         return 0
-    elif a.input:
-        ap.error("--input is for ONNX models")
+    elif a.input or a.dynamic:
+        ap.error("--input and --dynamic are for ONNX models")
     path, _, name = a.target.rpartition(":")
     if not path or not name:
         ap.error("expected FILE.py:FN")

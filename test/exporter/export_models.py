@@ -7,7 +7,8 @@ safetensors file on DISK, weights left on DISK in the state dict, lazily copied 
 elements, a bfloat16 argument made by bitcast), every dtype uopc shares with tinygrad (in, out and cast into;
 fp8, which uopc's targets do not have yet, exported and refused by uopc by name), what the exporter refuses
 (by name, on one line, a hostile name escaped and cut) and an ONNX model of the `onnx` package's test data
-(SqueezeNet, through `python -m uopc_tinygrad MODEL.onnx`), compiled by uopc for C and LLVM, run by uopc-run
+(SqueezeNet, through `python -m uopc_tinygrad MODEL.onnx`, as it is and with its batch a dimension kept
+symbolic by --dynamic N=1:4, one program run at four sizes), compiled by uopc for C and LLVM, run by uopc-run
 through safetensors (--inputs/--outputs) and compared with tinygrad's own outputs (ONNX: ONNX Runtime's;
 float32 within rtol 1e-4, atol 1e-5, narrower floats within one unit in the last place), on the inputs the
 export wrote and again on fresh random inputs (so that a value baked into the graph cannot pass).
@@ -550,6 +551,78 @@ def onnx_model(args, name="squeezenet"):
     return check(args, f"onnx {name}", out, io, runs, {})
 
 
+def onnx_dynamic(args, name="squeezenet", lo=1, hi=4):
+    """The same model with its batch a named dimension N, exported with --dynamic N=1:4: one compiled program
+    per target, run at several N (uopc-run --var N=...) on the exported inputs and on fresh ones, each against
+    ONNX Runtime on the first N rows, the rows past N zeros. And --dynamic naming no dimension: refused."""
+    import onnx
+    import onnxruntime as ort
+    out = os.path.join(args.work, f"onnx_{name}_dynamic")
+    os.makedirs(out, exist_ok=True)
+    model = os.path.join(out, f"{name}.onnx")
+    in_specs, out_names = light_models.prepare(name, model, seed=7)
+    m = onnx.load(model)
+    for v in list(m.graph.input) + list(m.graph.output):
+        for dim in v.type.tensor_type.shape.dim[:1]:  # (the logits light_models keeps have no shape given)
+            dim.ClearField("dim_value")
+            dim.dim_param = "N"
+    onnx.save(m, model)
+    p = subprocess.run([sys.executable, "-m", "uopc_tinygrad", model, "-o", out, "--dynamic", f"M={lo}:{hi}"], capture_output=True, text=True)
+    err = p.stderr.strip()
+    ok = p.returncode == 1 and len(err.splitlines()) == 1 and "'M'" in err and "no ONNX input" in err
+    print(f"{'PASS' if ok else 'FAIL'} onnx {name} --dynamic of no dimension refused: {err[:160]}")
+    passed, failed = int(ok), int(not ok)
+    p = subprocess.run([sys.executable, "-m", "uopc_tinygrad", model, "-o", out, "--dynamic", f"N={lo}:{hi}"], capture_output=True, text=True)
+    if p.returncode:
+        print(f"FAIL onnx {name} --dynamic N={lo}:{hi}: export exit {p.returncode}: {p.stderr.strip().splitlines()[-3:]}")
+        return passed, failed + 1
+    import json
+    with open(os.path.join(out, "io.json")) as f:
+        io = json.load(f)
+    ok = io["vars"] == [{"name": "N", "slot": io["vars"][0]["slot"], "value": hi, "min": lo, "max": hi}] and \
+        all(e.get("dynamic") == {"0": "N"} for e in io["inputs"] + io["outputs"] if e["name"] in [n for n, _ in in_specs] + out_names)
+    print(f"{'PASS' if ok else 'FAIL'} onnx {name} --dynamic N={lo}:{hi}: io.json {io['vars']}")
+    passed, failed = passed + ok, failed + (not ok)
+    session = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    tensors = uopc_tinygrad.read_safetensors(os.path.join(out, "inputs.safetensors"))
+    exported = {n: np.frombuffer(tensors[n][2], np.float32).reshape([hi] + shape[1:]) for n, shape in in_specs}
+    rng = np.random.default_rng(13)
+    fresh = {n: rng.standard_normal([hi] + shape[1:]).astype(np.float32) for n, shape in in_specs}
+    for n, x in fresh.items():
+        tensors[n] = ("F32", list(x.shape), x.tobytes())
+    fresh_file = os.path.join(out, "fresh.safetensors")
+    uopc_tinygrad.write_safetensors(fresh_file, tensors)
+    for target in ("c", "llvm"):
+        kdir = os.path.join(out, target)
+        subprocess.run(["rm", "-rf", kdir], check=True)
+        p = subprocess.run([args.uopc, os.path.join(out, "graph.json"), "-o", kdir, "--target", target], capture_output=True, text=True)
+        why = f"uopc exit {p.returncode}: {p.stderr.strip().splitlines()[-1:]}" if p.returncode else None
+        runs = [("exported", os.path.join(out, "inputs.safetensors"), exported, n) for n in (lo, hi)] + \
+               [("fresh", fresh_file, fresh, n) for n in (lo + 1, hi - 1)]
+        for label, inputs_file, feed, n in runs:
+            if why:
+                break
+            got_file = os.path.join(out, f"outputs.{target}.{label}.{n}.safetensors")
+            r = subprocess.run([args.uopc_run, os.path.join(kdir, "manifest.json"), "--inputs", inputs_file, "--outputs", got_file,
+                                "--var", f"N={n}"], capture_output=True, text=True)
+            if r.returncode:
+                why = f"N={n}: uopc-run exit {r.returncode}: {r.stderr.strip().splitlines()[-1:]}"
+                break
+            got = uopc_tinygrad.read_safetensors(got_file)
+            want = session.run(out_names, {k: v[:n] for k, v in feed.items()})
+            for o, w in zip(out_names, want):
+                g = np.frombuffer(got[o][2], np.float32).reshape((hi,) + w.shape[1:])
+                why = compare(g[:n].tobytes(), w.astype(np.float32).tobytes(), "F32") or \
+                    (None if not np.any(g[n:]) else f"rows past N={n} are not zeros")
+                if why:
+                    why = f"{label} inputs, N={n}, {o}: {why}"
+                    break
+        print(f"{'FAIL' if why else 'PASS'} onnx {name} --dynamic N={lo}:{hi} ({target}, one program run at N = "
+              f"{lo}, {hi} on the exported inputs, {lo + 1}, {hi - 1} on fresh ones)" + (f": {why}" if why else ""))
+        passed, failed = passed + (why is None), failed + (why is not None)
+    return passed, failed
+
+
 HOSTILE = "evil\x1b[31m\nname'\\" + "x" * 100_000  # a control sequence, a newline, a quote, 100 KB
 
 
@@ -610,7 +683,7 @@ def main() -> int:
     ok = h.returncode == 0 and "NAME@0" in h.stdout and "io.json" in h.stdout and "MODEL.onnx" in h.stdout
     print(f"{'PASS' if ok else 'FAIL'} python -m uopc_tinygrad --help")
     passed, failed = passed + ok, failed + (not ok)
-    for part in (tinygrad_models, kv_cache_decode, onnx_model, refusals):
+    for part in (tinygrad_models, kv_cache_decode, onnx_model, onnx_dynamic, refusals):
         if args.only and part is not tinygrad_models and not re.search(args.only, part.__name__):
             continue
         p, f = part(args)
