@@ -654,7 +654,7 @@ def export_onnx(path, out, shapes=None, seed=0, dynamic=None):
     holds max along such a dimension and the graph reads its first SIZE; an output whose size depends on one is
     stored at its largest size, its elements past SIZE zeros. io.json's inputs and outputs list them
     ("dynamic": {axis: size}). Returns the io.json dictionary."""
-    _, Tensor, dtypes, UOp, _ = _tg()
+    _, Tensor, dtypes, _, _ = _tg()
     from tinygrad import Variable
     from tinygrad.nn.onnx import OnnxRunner
     shapes, dynamic = dict(shapes or {}), dict(dynamic or {})
@@ -693,9 +693,10 @@ def export_onnx(path, out, shapes=None, seed=0, dynamic=None):
         shape, dtname = shapes.pop(name, (None, None))
         if shape is None:
             if not all(isinstance(d, int) or d in dynamic for d in spec.shape):
-                raise ExportError(f"uopc_tinygrad: ONNX input {_quote(name)} has the dynamic shape "
-                                  f"({_quote(', '.join(str(d) for d in spec.shape))}); give its size with --input NAME=D0,D1,... or keep "
-                                  "a named dimension symbolic with --dynamic DIM=MIN:MAX")
+                dims = _quote(", ".join(str(d) for d in spec.shape))
+                raise ExportError(f"uopc_tinygrad: ONNX input {_quote(name)} has the dynamic shape ({dims}); give its "
+                                  "size with --input NAME=D0,D1,... or keep a named dimension symbolic with "
+                                  "--dynamic DIM=MIN:MAX")
             shape = tuple(dynamic[d][1] if isinstance(d, str) else d for d in spec.shape)
         elif any(a >= len(shape) or shape[a] != dynamic[d][1] for a, d in axes.items()):
             raise ExportError(f"uopc_tinygrad: --input {_quote(name)}: its dynamic dimensions hold their largest size "

@@ -19,16 +19,14 @@ per model and target, then `N passed, M failed`; exits 1 on any failure. --only 
 import argparse
 import math
 import os
-import pathlib
 import re
-import struct
 import subprocess
 import sys
 import tempfile
 
 import numpy as np  # noqa: E402  (the venv has it: onnx needs it)
 import uopc_tinygrad  # noqa: E402  (installed from ./python by scripts/setup-python.sh)
-from tinygrad import Device, Tensor, Variable, dtypes, nn  # noqa: E402
+from tinygrad import Tensor, Variable, dtypes, nn  # noqa: E402
 from tinygrad.helpers import Context  # noqa: E402
 from tinygrad.nn.state import safe_load, safe_save  # noqa: E402
 

@@ -8,8 +8,9 @@ bench/light_models.py: seeded random weights, logits) through the shell, as a us
 
 each output against ONNX Runtime's on the exported inputs and on fresh random ones: rel max err = max |uopc - ORT|
 / max |ORT|, a pass below --tolerance (1e-3). Prints one row per model (seconds of the export, of uopc and of the
-first uopc-run, which builds the kernels unless uopc's kernel cache has them; the manifest's steps; the two errors) and `N passed, M failed`; exits 1 on any failure. Slow (minutes: VGG-19's weights alone
-are 548 MiB), so not part of `make test` (the exporter test runs SqueezeNet the same way).
+first uopc-run, which builds the kernels unless uopc's kernel cache has them; the manifest's steps; the two
+errors) and `N passed, M failed`; exits 1 on any failure. Slow (minutes: VGG-19's weights alone are 548 MiB),
+so not part of `make test` (the exporter test runs SqueezeNet the same way).
 
 Runs under the venv's Python (scripts/setup-python.sh: tinygrad 0.14.0, onnx, onnxruntime):
     build/tinygrad-venv/bin/python test/exporter/onnx_cli_models.py --uopc build/uopc --uopc-run build/uopc-run
