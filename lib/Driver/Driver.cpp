@@ -384,6 +384,7 @@ int compileMain(int argc, char **argv) {
         if (pass == "rangeify") tensor = tensorWork(cur);
       };
     PassTarget passTarget = PassTarget::forTarget(target.name, backend.gridOnHost);
+    if (backend.cpu != "native") passTarget.accumulatorLanes = 128; // (another CPU's registers: the default)
     VizRecorder viz;
     VizTarget vizTarget{std::string(target.name), backend.allowCustom, backend.gridOnHost, backend.gpuArch, backend.cpu};
     if (!vizFile.empty()) {

@@ -561,6 +561,13 @@ double reductionWork(const std::optional<Shape> &s) {
   return out * inner;
 }
 
+/// The number of a shape's output elements.
+double outputSize(const Shape &s) {
+  double n = 1;
+  for (int64_t x : s.sizes) n *= static_cast<double>(x);
+  return n;
+}
+
 /// A concatenation's seams: an output loop a (of at most 4,096 iterations) along which the conditions of the
 /// stored value that depend on a alone (no other loop, no reduction loop, no loaded data) change their truth
 /// at one or two points lo < hi inside it. tinygrad concatenates by padding each part to the whole and
@@ -773,7 +780,12 @@ std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target
     if (interior[a] && a != *va) opts.push_back({Opt::Split, a, interior[a]->first, interior[a]->second});
   if (interior[*va]) opts.push_back({Opt::Split, *va, interior[*va]->first, interior[*va]->second});
   if (!ra && !interior[*va]) vAmount = stripLanes(s, strides, *va, vAmount, sizes[*va], static_cast<int64_t>(elem), target);
-  int64_t budget = 128 / vAmount;
+  // (room for twice the accumulators: the vector axis's lanes doubled, the reuse axis's upcast kept, for a
+  // reduction long enough to pay for them: a matmul's, not VGG-19's first convolution's 27)
+  if (ra && !interior[*va] && target.accumulatorLanes >= 2 * 8 * vAmount && vAmount == 2 * vec &&
+      sizes[*va] % (2 * vAmount) == 0 && sizes[*ra] % 8 == 0 && reductionWork(s) >= 64.0 * outputSize(s))
+    vAmount *= 2;
+  int64_t budget = target.accumulatorLanes / vAmount;
   if (ra)
     for (int64_t amt : {8, 4, 2})
       if (amt <= budget && sizes[*ra] % amt == 0) {

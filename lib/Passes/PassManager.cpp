@@ -147,6 +147,9 @@ PassTarget PassTarget::forTarget(std::string_view name, bool gridOnHost) {
   }
   if (llvmEmitter && !t.gpuGrid) t.tileUnroll = 2;
   if (llvmEmitter) t.lacks = {Op::THREEFRY}; // (the LLVM emitter spells no THREEFRY: decompose writes it)
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  if (!t.gpuGrid && __builtin_cpu_supports("avx512f")) t.accumulatorLanes = 256;
+#endif
   unsigned hw = std::thread::hardware_concurrency();
   t.hostThreads = hw ? static_cast<int>(hw) : 1;
 #ifdef _SC_LEVEL1_DCACHE_SIZE

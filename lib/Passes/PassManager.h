@@ -34,6 +34,11 @@ struct PassTarget {
   /// 2 for llvm, whose register allocation of an 8x16 tile spills less with two iterations to schedule
   /// (sp_mm_512 5.9 -> 3.0 ms here), 1 for C, where gcc's code was as often slower (sp_bmm_16x256).
   int tileUnroll = 1;
+  /// The lanes a vector tile's accumulators may take (a 2D tile: the reuse axis's upcast times the vector
+  /// axis's): 128, eight 512-bit or sixteen 256-bit registers; 256 where the kernels are built for this
+  /// machine and it has AVX-512's 32 registers (an 8x32 matmul tile, sixteen of them: the encoder's
+  /// feed-forward matmul 31 -> 25 ms here).
+  int64_t accumulatorLanes = 128;
   /// The ops the target's renderer does not spell: the decompose pass writes them with ops it has
   /// (THREEFRY on llvm and ptx; the C target has a helper for it).
   std::vector<Op> lacks;
