@@ -91,7 +91,7 @@ int convertMain(int argc, char **argv) {
     Graph g = readGraphFile(input);
     writeFileAtomic(output, format == "uopb" ? writeGraphBinary(g) : writeGraphJson(g));
   } catch (const Error &e) {
-    std::cerr << "uopc: error: " << e.what() << "\n";
+    std::cerr << "uopc: error: " << printable(e.what()) << "\n";
     return kExitBadInput;
   }
   return kExitOk;
@@ -352,7 +352,7 @@ int compileMain(int argc, char **argv) {
       if (!kernelOpts.empty()) it->options["opts"] = kernelOpts;
     }
   } catch (const Error &e) {
-    std::cerr << "uopc: error: " << e.what() << "\n";
+    std::cerr << "uopc: error: " << printable(e.what()) << "\n";
     return kExitUsage;
   }
   if (emit.empty()) emit = "kernels";
@@ -369,7 +369,7 @@ int compileMain(int argc, char **argv) {
         fail("--emit library needs the C target (--target c), not '" + std::string(target.name) + "'");
       if (backend.cpu != "native")
         fail("--cpu is for the kernels uopc-run builds; a library is built by its user's compiler, with its flags (-march=...)");
-      if (libName.empty()) libName = defaultLibraryName(input);
+      if (!app.count("--name")) libName = defaultLibraryName(input); // (--name '' is refused below)
       checkLibraryName(libName);
     }
     if (target.gpu) checkGpuArch(backend.gpuArch);
@@ -426,7 +426,7 @@ int compileMain(int argc, char **argv) {
     out.commit();
   } catch (const Error &e) {
     std::cout.flush();
-    std::cerr << "uopc: error: " << e.what() << "\n";
+    std::cerr << "uopc: error: " << printable(e.what()) << "\n";
     return kExitBadInput;
   } catch (const std::bad_alloc &) {
     std::cerr << "uopc: error: out of memory\n";

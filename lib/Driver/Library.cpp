@@ -5,6 +5,7 @@
 #include "Runtime/Safetensors.h"
 #include "Targets/CTarget.h"
 #include "Targets/C/Prelude.h"
+#include "Targets/CNames.h"
 
 #include <algorithm>
 #include <climits>
@@ -35,47 +36,11 @@ bool isCpuDevice(const std::string &name) {
 /// The C type of a buffer's elements, as the C kernels store them.
 std::string elementType(DType dt) { return cStorageType(dt); }
 
-const std::set<std::string> kCKeywords = {
-    "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum", "extern",
-    "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return", "short", "signed",
-    "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void", "volatile", "while", "bool",
-    "true", "false", "_Alignas", "_Alignof", "_Atomic", "_Bool", "_Complex", "_Generic", "_Imaginary",
-    "_Noreturn", "_Static_assert", "_Thread_local", "asm", "typeof"};
+/// `s` as a C identifier (Targets/CNames.h): `prefix` first when it does not start with a letter.
+std::string identifier(std::string_view s, std::string_view prefix) { return cIdentifier(s, prefix); }
 
-/// `s` as a C identifier: [A-Za-z0-9_] (others become '_'), starting with a letter, not a keyword.
-std::string identifier(std::string_view s, std::string_view prefix) {
-  std::string out;
-  for (char ch : s.substr(0, 64)) out += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
-  if (out.empty() || !std::isalpha(static_cast<unsigned char>(out[0]))) out = std::string(prefix) + out;
-  if (kCKeywords.count(out)) out += "_";
-  return out;
-}
-
-/// A C string literal of `s` (names come from the graph: anything may be in them).
-std::string cString(std::string_view s) {
-  std::string out = "\"";
-  for (unsigned char ch : s) {
-    if (ch == '"' || ch == '\\') out += '\\', out += static_cast<char>(ch);
-    else if (ch >= 0x20 && ch < 0x7f && ch != '?') out += static_cast<char>(ch); // ('?': no trigraphs)
-    else {
-      char b[8];
-      std::snprintf(b, sizeof b, "\\%03o", ch);
-      out += b;
-    }
-  }
-  return out + "\"";
-}
-
-/// Text for a C comment: no "*/" and no line breaks inside it.
-std::string commentSafe(std::string_view s) {
-  std::string out;
-  for (char ch : s) {
-    if (ch == '\n' || ch == '\r') ch = ' ';
-    if (ch == '/' && !out.empty() && out.back() == '*') out += ' ';
-    out += ch;
-  }
-  return out;
-}
+/// Text for a C comment (Targets/CNames.h).
+std::string commentSafe(std::string_view s) { return cComment(s); }
 
 std::string paramName(const Param &p) { return p.name ? *p.name : "slot" + std::to_string(p.slot); }
 
@@ -96,8 +61,8 @@ std::string staticKernel(const std::string &file, const std::string &text, const
       continue;
     }
     if (!kHeader.count(line) && !preludeLines.count(line))
-      fail("--emit library: kernel '" + file + "' has a line before its function that is not the C emitter's: '" +
-           commentSafe(line.substr(0, 80)) + "'");
+      fail("--emit library: kernel '" + file + "' has a line before its function that is not the C emitter's: " +
+           quote(line, 80));
   }
   std::string out = summary.empty() ? "" : summary + "\n";
   std::istringstream body(text.substr(at + 1));
@@ -127,12 +92,14 @@ struct Embedded {
   std::vector<std::string> data; ///< per device of the parameter: its bytes
 };
 
-/// The parameters `file` bakes in: per index into m.params, its tensors' bytes. The exporter's arguments
-/// (input0, input1, ...: the function's Tensor arguments) and inout parameters stay the caller's.
+/// The parameters `file` bakes in: per index into m.params, its tensors' bytes (only theirs are read). The
+/// exporter's arguments (input0, input1, ...: the function's Tensor arguments) and inout parameters stay the
+/// caller's. A file that bakes nothing in (no tensor, or only the caller's) is refused: the flag would be a
+/// no-op the user did not mean.
 std::map<size_t, Embedded> readEmbedded(const Manifest &m, const std::string &file) {
   std::error_code ec;
   if (!fs::is_regular_file(file, ec)) fail("--embed-params: '" + file + "' is not a readable file");
-  std::map<std::string, safetensors::Tensor> tensors = safetensors::readFile(file);
+  safetensors::Reader tensors(file);
   auto isArgument = [](const std::string &name) { // input<N>, the exporter's name of fn's N-th argument
     return name.size() > 5 && name.compare(0, 5, "input") == 0 &&
            std::all_of(name.begin() + 5, name.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
@@ -143,29 +110,34 @@ std::map<size_t, Embedded> readEmbedded(const Manifest &m, const std::string &fi
       std::string n = paramName(m.params[i]);
       byTensor[m.params[i].devices.size() == 1 ? n : n + "@" + std::to_string(d)] = {i, d};
     }
+  if (tensors.tensors().empty()) fail("--embed-params: '" + file + "' holds no tensor");
   std::map<size_t, Embedded> out;
-  for (const auto &[name, t] : tensors) {
+  for (const auto &[name, t] : tensors.tensors()) {
     auto it = byTensor.find(name);
     if (it == byTensor.end())
-      fail("--embed-params: tensor '" + commentSafe(name) + "' of '" + file + "' names no parameter of the graph");
+      fail("--embed-params: tensor " + quote(name) + " of '" + file + "' names no parameter of the graph");
     const Param &p = m.params[it->second.first];
     std::string pname = paramName(p);
     if (isArgument(pname) || p.role == Role::Inout) continue;
-    if (p.role == Role::Output) fail("--embed-params: tensor '" + name + "' names an output of the graph");
+    if (p.role == Role::Output) fail("--embed-params: tensor " + quote(name) + " names an output of the graph");
     std::string want = safetensors::codeOf(std::string(dtypeName(p.dtype)));
-    if (t.dtype != want || static_cast<int64_t>(t.data.size()) != p.bytes)
-      fail("--embed-params: tensor '" + name + "' is " + t.dtype + " of " + std::to_string(t.data.size()) +
-           " bytes; parameter '" + pname + "' is " + want + " of " + std::to_string(p.bytes) + " bytes per device");
+    uint64_t bytes = t.end - t.begin;
+    if (t.dtype != want || bytes != static_cast<uint64_t>(p.bytes))
+      fail("--embed-params: tensor " + quote(name) + " is " + t.dtype + " of " + std::to_string(bytes) + " bytes; parameter " +
+           quote(pname) + " is " + want + " of " + std::to_string(p.bytes) + " bytes per device");
     Embedded &e = out[it->second.first];
     e.data.resize(p.devices.size());
-    e.data[it->second.second] = t.data;
+    e.data[it->second.second] = tensors.read(name);
   }
+  if (out.empty())
+    fail("--embed-params: '" + file + "' bakes nothing in: its " + std::to_string(tensors.tensors().size()) +
+         " tensor(s) are all the caller's (the function's arguments input0, input1, ... and inout state)");
   for (const auto &[i, e] : out) {
     const Param &p = m.params[i];
     for (size_t d = 0; d < p.devices.size(); ++d)
       if (static_cast<int64_t>(e.data[d].size()) != p.bytes)
-        fail("--embed-params: '" + file + "' holds some devices of parameter '" + paramName(p) + "' but not " +
-             paramName(p) + "@" + std::to_string(d));
+        fail("--embed-params: '" + file + "' holds some devices of parameter " + quote(paramName(p)) + " but not " +
+             quote(paramName(p) + "@" + std::to_string(d)));
   }
   return out;
 }
@@ -178,12 +150,6 @@ void writeBytes(std::ostringstream &c, const std::string &data) {
   }
   if (data.empty()) c << "    0";
 }
-
-/// The C standard headers: NAME.h must not be one (a program built with -I DIR would include it instead).
-const std::set<std::string> kStdHeaders = {
-    "assert", "complex", "ctype", "errno", "fenv", "float", "inttypes", "iso646", "limits", "locale", "math",
-    "setjmp", "signal", "stdalign", "stdarg", "stdatomic", "stdbool", "stddef", "stdint", "stdio", "stdlib",
-    "stdnoreturn", "string", "tgmath", "threads", "time", "uchar", "wchar", "wctype"};
 
 int64_t roundUp64(int64_t n) { return (n + 63) / 64 * 64; }
 
@@ -205,14 +171,16 @@ std::string defaultLibraryName(const std::string &graphPath) {
   }
   std::string name = identifier(stem, "m_");
   if (name == "m_") return "model";
-  return kStdHeaders.count(name) ? name + "_model" : name;
+  return isSystemHeaderName(name) ? name + "_model" : name;
 }
 
 void checkLibraryName(const std::string &name) {
   bool ok = !name.empty() && name.size() <= 64 && std::isalpha(static_cast<unsigned char>(name[0]));
   for (char ch : name) ok &= std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
-  if (!ok) fail("--name '" + commentSafe(name) + "' is not a C identifier of at most 64 characters starting with a letter");
-  if (kStdHeaders.count(name)) fail("--name '" + name + "' would write " + name + ".h, the name of a C standard header");
+  if (name.empty()) fail("--name is empty: give the library a name (a C identifier), or leave --name out for the default");
+  if (!ok) fail("--name " + quote(name) + " is not a C identifier of at most 64 characters starting with a letter");
+  if (isSystemHeaderName(name))
+    fail("--name '" + name + "' would write " + name + ".h, the name of a system header (a program built with -I DIR would include it instead)");
 }
 
 LibraryFiles renderLibrary(const Manifest &m, const std::map<std::string, std::string> &kernelSources,
@@ -222,7 +190,7 @@ LibraryFiles renderLibrary(const Manifest &m, const std::map<std::string, std::s
     fail("--emit library needs the C target (--target c), not '" + std::string(targetInfo(m.target).name) + "'");
   for (const manifest::Device &d : m.devices)
     if (!isCpuDevice(d.name))
-      fail("--emit library runs on CPU devices only (CPU, CPU:N, CLANG, LLVM, PYTHON); the graph uses device '" + commentSafe(d.name) + "'");
+      fail("--emit library runs on CPU devices only (CPU, CPU:N, CLANG, LLVM, PYTHON); the graph uses device " + quote(d.name));
   const std::string &N = o.name;
   std::map<size_t, Embedded> embedded = o.embedParams.empty() ? std::map<size_t, Embedded>{} : readEmbedded(m, o.embedParams);
 
@@ -332,7 +300,7 @@ LibraryFiles renderLibrary(const Manifest &m, const std::map<std::string, std::s
   for (const Step &s : m.steps) {
     if (s.isCopy() || !done.insert(s.file).second) continue;
     if (s.symbol.rfind(N + "_", 0) == 0)
-      fail("--emit library: kernel symbol '" + s.symbol + "' would clash with the library's names: choose another --name");
+      fail("--emit library: kernel symbol " + quote(s.symbol) + " would clash with the library's names: choose another --name");
     auto it = kernelSources.find(s.file);
     if (it == kernelSources.end()) fail("--emit library: no source for kernel file '" + s.file + "'");
     c << staticKernel(s.file, it->second, s.symbol, preludeLines) << "\n";
@@ -355,14 +323,14 @@ LibraryFiles renderLibrary(const Manifest &m, const std::map<std::string, std::s
   c << "\n/* ---- the parameter table ---- */\nconst " << N << "_param " << N << "_params[] = {\n";
   for (size_t i : callerParams) {
     const Param &p = m.params[i];
-    c << "    {" << cString(paramName(p)) << ", \"" << dtypeName(p.dtype) << "\", " << p.numel << ", " << p.bytes << ", \""
+    c << "    {" << cStringLiteral(paramName(p)) << ", \"" << dtypeName(p.dtype) << "\", " << p.numel << ", " << p.bytes << ", \""
       << manifest::roleName(p.role) << "\", " << p.devices.size() << "},\n";
   }
   c << "    {0, 0, 0, 0, 0, 0}};\nconst int " << N << "_num_params = " << callerParams.size() << ";\n";
   c << "const int64_t " << N << "_param_slots[] = {";
   for (size_t i : callerParams) c << m.params[i].slot << ", ";
   c << "-1};\nconst " << N << "_variable " << N << "_variables[] = {\n";
-  for (const manifest::Var &v : m.vars) c << "    {" << cString(v.name) << ", " << v.min << ", " << v.max << "},\n";
+  for (const manifest::Var &v : m.vars) c << "    {" << cStringLiteral(v.name) << ", " << v.min << ", " << v.max << "},\n";
   c << "    {0, 0, 0}};\nconst int " << N << "_num_vars = " << m.vars.size() << ";\n\n";
   c << "size_t " << N << "_workspace_bytes(void) { return " << workspace << "; }\n\n";
 

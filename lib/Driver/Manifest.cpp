@@ -5,6 +5,7 @@
 
 #include "IR/Records.h"
 #include "IR/Work.h"
+#include "Targets/CNames.h"
 
 #include <algorithm>
 #include <set>
@@ -40,7 +41,9 @@ std::vector<KernelArtifact> defaultArtifacts(const Schedule &s, std::string_view
     auto [it, fresh] = symbolOf.try_emplace({st.kernel, st.device});
     if (fresh) {
       std::string full = out[i].symbol, sym = full;
-      if (sym.size() > kMaxSymbol || taken.count(sym)) sym = full.substr(0, kMaxSymbol - 9) + "_" + hash8(full);
+      // (a C keyword or macro, `INT64_C` for kernel INT64 on device C, or a reserved name is renamed too)
+      if (sym.size() > kMaxSymbol || taken.count(sym) || isReservedCName(sym))
+        sym = (full[0] == '_' ? "k" + full : full).substr(0, kMaxSymbol - 9) + "_" + hash8(full);
       const std::string base = sym;
       for (int k = 2; taken.count(sym); ++k) {
         std::string suffix = "_" + std::to_string(k);

@@ -32,8 +32,9 @@ struct KernelArtifact {
 KernelArtifact defaultArtifact(const Schedule &s, const SchedStep &step, std::string_view ext);
 /// The artifacts of every step (copies: empty): defaultArtifact's, with symbols made distinct across
 /// (kernel, device) pairs and at most kMaxSymbol characters (sanitizeCName's limit): a name too long or
-/// equal to another's (kernel `a` on `b_c` and `a_b` on `c`, or four 64-character kernel names) is cut and
-/// given a hash of its full form, then a counter if it still collides.
+/// equal to another's (kernel `a` on `b_c` and `a_b` on `c`, or four 64-character kernel names) or reserved in
+/// C (Targets/CNames.h: `INT64_C`, `__x`) is cut and given a hash of its full form, then a counter if it still
+/// collides.
 std::vector<KernelArtifact> defaultArtifacts(const Schedule &s, std::string_view ext);
 inline constexpr size_t kMaxSymbol = 64;
 

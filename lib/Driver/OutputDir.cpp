@@ -181,23 +181,6 @@ void OutputDir::commit() {
   committed_ = true;
 }
 
-void writeFileAtomic(const std::string &path, std::string_view bytes) {
-  std::string tmp = path + ".uopc-tmp-" + uniqueSuffix();
-  try {
-    writeWhole(tmp, bytes);
-  } catch (...) {
-    std::error_code ec;
-    fs::remove(tmp, ec);
-    throw;
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    fail("cannot write '" + path + "'");
-  }
-}
-
 std::string readFile(const std::string &path) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) fail("'" + path + "' is a directory");

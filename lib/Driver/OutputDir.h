@@ -8,6 +8,8 @@
 // the same DEST; parent directories a failed run created are removed again.
 #pragma once
 
+#include "IR/Files.h" // (writeFileAtomic)
+
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,8 +41,6 @@ private:
   void removeCreatedParents();
 };
 
-/// Writes a whole file, replacing it atomically (temp file + rename). Throws Error on failure.
-void writeFileAtomic(const std::string &path, std::string_view bytes);
 /// Reads a whole file. Throws Error on failure.
 std::string readFile(const std::string &path);
 

@@ -690,6 +690,7 @@ Graph readGraphBinary(std::string_view bytes, std::string_view name, const ReadL
   try {
     Graph g = BinReader(bytes, name, limits).read();
     if (limits.producerForms) normalizeProducerForms(g, std::string(name)); // tinygrad 0.14.0's forms (IR/ProducerForms.h)
+    io::checkVariableNames(g, name);
     return g;
   } catch (const Error &) {
     throw;

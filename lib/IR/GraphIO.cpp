@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <bit>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -364,6 +365,27 @@ std::vector<const UOp *> writeOrder(const UOp *root) {
     stack.pop_back();
   }
   return order;
+}
+
+} // namespace io
+
+namespace io {
+
+void checkVariableNames(const Graph &g, std::string_view where) {
+  if (!g.root) return;
+  for (const UOp *u : toposort(g.root)) {
+    if (u->op != Op::PARAM || u->dtype != DType::WeakInt || !u->arg || u->arg->kind != ArgKind::Record) continue;
+    if (u->nsrc != 0 && !(u->src(0)->op == Op::STACK && u->src(0)->nsrc == 0)) continue;
+    const Arg *n = u->arg->field("name");
+    if (!n || n->kind != ArgKind::String) continue;
+    std::string_view name = n->str();
+    bool ok = !name.empty() && name.size() <= kMaxVariableName && !std::isdigit(static_cast<unsigned char>(name[0]));
+    for (char ch : name) ok = ok && (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_');
+    if (!ok)
+      fail(std::string(where) + ": " + g.describe(u) + ": variable name " + quote(name) +
+           " is not an identifier (letters, digits and '_', not starting with a digit, at most " +
+           std::to_string(kMaxVariableName) + " characters)");
+  }
 }
 
 } // namespace io

@@ -2,6 +2,7 @@
 // Private to lib/IR/{GraphIO,JsonReader,JsonWriter,BinaryFormat}.cpp; not part of the public API.
 #pragma once
 
+#include "IR/Graph.h"
 #include "IR/UOp.h"
 
 #include <cstddef>
@@ -35,6 +36,13 @@ bool isIntegralFloat(double v);
 bool validBigInt(std::string_view s);
 /// The arg for an integer given as decimal text: argInt/argUInt when it fits, else argBigInt.
 const Arg *intArgFromDecimal(Context &ctx, std::string_view digits);
+
+/// Refuses a graph (Error naming `where` and the node) whose variable (a scalar weakint PARAM) has a name
+/// that is not an identifier of at most kMaxVariableName characters: the name is written into kernel
+/// sources and their signature comment, the manifest reads only such names, and a C argument is made of it.
+/// Every reader calls it on the graph it returns.
+void checkVariableNames(const Graph &g, std::string_view where);
+inline constexpr size_t kMaxVariableName = 200;
 
 /// Standard base64 with '=' padding (Python's base64.b64encode).
 std::string base64Encode(std::string_view raw);

@@ -53,18 +53,7 @@ const NameTables &names() {
 }
 
 /// Short rendering of a string taken from the input, for messages.
-std::string quoteForMessage(std::string_view s) {
-  std::string out;
-  if (s.size() > 60) {
-    out.assign(s.substr(0, 60));
-    out += "...";
-  } else {
-    out.assign(s);
-  }
-  for (char &c : out)
-    if (static_cast<unsigned char>(c) < 0x20) c = '?';
-  return "'" + out + "'";
-}
+std::string quoteForMessage(std::string_view s) { return quote(s, 60); }
 
 /// A scalar SAX event.
 struct Scalar {
@@ -718,6 +707,7 @@ Graph readGraphJson(std::string_view text, std::string_view name, const ReadLimi
     json::sax_parse(text.data(), text.data() + text.size(), &r);
     Graph g = r.finish();
     if (limits.producerForms) normalizeProducerForms(g, nm); // tinygrad 0.14.0's forms (IR/ProducerForms.h)
+    io::checkVariableNames(g, name);
     return g;
   } catch (const Error &) {
     throw;

@@ -395,9 +395,9 @@ void NodeChecker::checkArg(const OpRule &r) {
     if (p.slot < -1) error("PARAM slot " + std::to_string(p.slot) + " is negative");
     if (variable) {
       if (!p.name) error("scalar variable PARAM needs a name");
-      if (!p.vminVmax) error("scalar variable PARAM '" + *p.name + "' needs vmin_vmax");
+      if (!p.vminVmax) error("scalar variable PARAM " + quote(*p.name) + " needs vmin_vmax");
       if (p.vminVmax->first > p.vminVmax->second)
-        error("scalar variable PARAM '" + *p.name + "' has vmin " + std::to_string(p.vminVmax->first) + " > vmax " +
+        error("scalar variable PARAM " + quote(*p.name) + " has vmin " + std::to_string(p.vminVmax->first) + " > vmax " +
               std::to_string(p.vminVmax->second));
       // `_device_num` (slot -1) is the device number multi-lower binds per device: a function variable of
       // that name would silently be bound to it too

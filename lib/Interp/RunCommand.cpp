@@ -1,5 +1,6 @@
 //===- RunCommand.cpp - `uopc-run --interpret`: files in, graph evaluated, files out ===//
 #include "IR/Error.h"
+#include "IR/Files.h"
 #include "IR/GraphIO.h"
 #include "Interp/Interpreter.h"
 #include "Passes/PassManager.h"
@@ -30,13 +31,8 @@ std::string readFile(const std::string &path) {
   return ss.str();
 }
 
-void writeFile(const std::string &path, const std::string &bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) fail("cannot write output file '" + path + "'");
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  out.close();
-  if (!out) fail("error while writing '" + path + "'");
-}
+/// An --output file: written whole or not at all (IR/Files.h).
+void writeFile(const std::string &path, const std::string &bytes) { writeFileAtomic(path, bytes); }
 
 } // namespace
 

@@ -4,6 +4,7 @@
 #include "IR/AsmPrinter.h"
 #include "IR/Error.h"
 #include "IR/GraphIO.h"
+#include "IR/Files.h"
 #include "IR/Verifier.h"
 #include "Passes/Passes.h"
 #include "Targets/Targets.h"
@@ -206,9 +207,7 @@ void runPipeline(Graph &g, const std::vector<PipelineEntry> &pipeline, const Pas
       bool text = opts.format.value_or(IRFormat::Json) == IRFormat::Text;
       std::filesystem::path file =
           std::filesystem::path(opts.dumpDir) / (prefix + std::string(p->flag) + (text ? ".txt" : ".json"));
-      std::ofstream f(file, std::ios::binary);
-      f << (text ? printGraphText(g) : writeGraphJson(g));
-      if (!f) fail("cannot write dump file '" + file.string() + "'");
+      writeFileAtomic(file.string(), text ? printGraphText(g) : writeGraphJson(g));
     }
   }
   if (opts.timePasses) {

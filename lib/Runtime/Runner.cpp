@@ -2,6 +2,7 @@
 #include "Runtime/Runner.h"
 
 #include "IR/Error.h"
+#include "IR/Files.h"
 #include "IR/Types.h"
 #include "Runtime/Cuda.h"
 #include "Runtime/KernelCache.h"
@@ -46,12 +47,9 @@ std::string readWhole(const std::string &path, const std::string &what, uint64_t
   return manifest::readBounded(path, what, maxBytes);
 }
 
+/// An --output file: written whole or not at all (IR/Files.h).
 void writeWhole(const std::string &path, const void *data, size_t n) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) fail("cannot write output file '" + path + "'");
-  out.write(static_cast<const char *>(data), static_cast<std::streamsize>(n));
-  out.close();
-  if (!out) fail("error while writing '" + path + "'");
+  writeFileAtomic(path, std::string_view(static_cast<const char *>(data), n));
 }
 
 /// The contents of every given input, per slot, one string per device of the slot.

@@ -24,6 +24,7 @@
 #pragma once
 
 #include "IR/UOp.h"
+#include "Targets/CNames.h" // (sanitizeCName)
 
 #include <cstdint>
 #include <string>
@@ -65,11 +66,6 @@ std::vector<std::string> kernelVariables(const UOp *kernelCall);
 /// arguments and, per variable in argument order, the range the kernel was compiled for (`<name>:?` without
 /// one). Written as a comment line at the end of every kernel file.
 std::string kernelSignature(const UOp *kernelCall);
-
-/// `name` as a C identifier that is safe as a file name too: [A-Za-z0-9_] only (others become '_'),
-/// never empty, never starting with a digit, at most 64 characters. Distinct inputs may collide: a caller
-/// naming several kernels makes the names unique itself.
-std::string sanitizeCName(std::string_view name);
 
 /// The C type a buffer of dt holds in a C kernel (float16/bfloat16: their bits); throws Error for a
 /// dtype the C target does not support.

@@ -5,6 +5,7 @@
 #include "IR/Kernel.h"
 #include "IR/Range.h"
 #include "IR/Records.h"
+#include "Targets/CNames.h"
 #include "Targets/CTarget.h"
 
 #include <algorithm>
@@ -73,7 +74,7 @@ KernelABI KernelABI::of(const UOp *call, std::string_view target) {
       if (isScalarParamNode(u)) {
         ParamArg pa = ParamArg::decode(u->arg);
         if (!pa.name) failAt(u, "a scalar PARAM without a name");
-        if (*pa.name != "_device_num") abi.varArg[*pa.name] = "var_" + sanitizeCName(*pa.name);
+        if (*pa.name != "_device_num") abi.varArg[*pa.name] = "";
       } else {
         int64_t slot = ParamArg::slotOf(u->arg); // (not decode: a buffer's device list may be long)
         if (slot < 0 || static_cast<size_t>(slot) >= nargs) failAt(u, "a buffer slot past the kernel's arguments");
@@ -118,7 +119,14 @@ KernelABI KernelABI::of(const UOp *call, std::string_view target) {
     abi.buffers[i].name = (abi.buffers[i].written ? "out" : "in") + std::to_string(i);
     if (!supportedKernelDType(abi.buffers[i].dtype)) failAt(call, "argument " + std::to_string(i) + " has an unsupported dtype");
   }
-  for (const auto &[v, a] : abi.varArg) abi.vars.push_back(v);
+  // each variable's argument: var_<name> (sanitizeCName: a long name cut and hashed), made distinct
+  std::set<std::string> argNames;
+  for (auto &[v, a] : abi.varArg) {
+    abi.vars.push_back(v);
+    std::string base = "var_" + sanitizeCName(v);
+    a = base;
+    for (int k = 2; !argNames.insert(a).second; ++k) a = base + "_" + std::to_string(k);
+  }
   return abi;
 }
 
@@ -131,13 +139,6 @@ std::string KernelABI::summary(const UOp *call, const std::string &symbol, int64
                           : outs + " (" + std::string(dtypeName(buffers[static_cast<size_t>(*written.begin())].dtype)) + ")") +
          " over " + (sink ? describeLoops(sink) : std::string("1")) + (ops.empty() ? ": copy of the inputs" : ": " + ops) +
          (deviceNum ? ", device " + std::to_string(deviceNum) : "");
-}
-
-std::string sanitizeCName(std::string_view name) {
-  std::string s;
-  for (char ch : name.substr(0, 64)) s += std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' ? ch : '_';
-  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) s = "k_" + s;
-  return s.substr(0, 64);
 }
 
 std::vector<std::string> kernelVariables(const UOp *kernelCall) {
@@ -183,6 +184,8 @@ std::string kernelSignature(const UOp *call) {
   s += " vars " + std::to_string(vars.size());
   // each variable's range is part of the signature: a manifest widening it is refused by the runner
   for (const std::string &v : vars) {
+    // (the readers refuse such a name; one made otherwise must not end the comment this line goes in)
+    if (!isCIdentifier(v)) fail("kernel variable " + quote(v) + " is not an identifier");
     auto it = ranges.find(v);
     if (it != ranges.end()) s += " " + v + ":" + std::to_string(it->second.first) + ":" + std::to_string(it->second.second);
     else s += " " + v + ":?";

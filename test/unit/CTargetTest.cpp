@@ -313,10 +313,41 @@ template <typename T> std::string bytesOf(const std::vector<T> &v) {
 
 TEST_CASE("sanitizeCName keeps identifiers and file names safe", "[ctarget]") {
   CHECK(sanitizeCName("k0") == "k0");
-  CHECK(sanitizeCName("../../etc/passwd") == "______etc_passwd");
-  CHECK(sanitizeCName("0abc") == "k_0abc");
-  CHECK(sanitizeCName("") == "k_");
-  CHECK(sanitizeCName(std::string(200, 'a')).size() == 64);
+  CHECK(sanitizeCName("E_4_4_cpu") == "E_4_4_cpu");
+  // anything else is made an identifier and given a hash of the whole name: distinct names stay distinct
+  CHECK(sanitizeCName("../../etc/passwd").rfind("k_______etc_passwd_", 0) == 0);
+  CHECK(sanitizeCName("0abc").rfind("k_0abc_", 0) == 0);
+  CHECK(sanitizeCName("").rfind("k__", 0) == 0);
+  CHECK(sanitizeCName("a.b") != sanitizeCName("a_b"));
+  std::string a = std::string(100, 'a'), b = a + "b", c = a + "c";
+  CHECK(sanitizeCName(b).size() == 64);
+  CHECK(sanitizeCName(b) != sanitizeCName(c)); // (a cut at 64 made these one name, issue 30)
+  // never a keyword or a macro of the headers the output includes, nor a reserved name
+  for (const char *w : {"int", "class", "new", "delete", "NULL", "SIZE_MAX", "NAN", "INFINITY", "HUGE_VAL", "linux",
+                        "unix", "INT64_C", "bool", "true", "__x", "_Bool", "isnan", "M_PI"}) {
+    INFO(w);
+    CHECK(isReservedCName(w));
+    CHECK(sanitizeCName(w) != w);
+    CHECK(isCIdentifier(sanitizeCName(w)));
+    CHECK(!isReservedCName(sanitizeCName(w)));
+    CHECK(!isReservedCName(cIdentifier(w, "p_")));
+  }
+  CHECK(!isReservedCName("weight"));
+  CHECK(!isReservedCName("_x"));
+}
+
+TEST_CASE("C comments and strings hold any name", "[ctarget]") {
+  CHECK(cComment("a*/b") == "a* /b");
+  CHECK(cComment("a/*b") == "a/ *b");
+  CHECK(cComment("n*/ evil() /*") == "n* / evil() / *");
+  CHECK(cComment("x??/") == "x? ?/");
+  CHECK(cComment("l1\nl2\x1b[31m") == "l1 l2\\x1b[31m");
+  CHECK(cComment("caf\xc3\xa9") == "caf\\xc3\\xa9");
+  CHECK(cStringLiteral("a\"b\\c??=\n") == "\"a\\\"b\\\\c\\077\\077=\\012\"");
+  CHECK(isSystemHeaderName("unistd"));
+  CHECK(isSystemHeaderName("Math"));
+  CHECK(isSystemHeaderName("pthread"));
+  CHECK(!isSystemHeaderName("mlp"));
 }
 
 TEST_CASE("C kernels compute what the interpreter computes", "[ctarget]") {

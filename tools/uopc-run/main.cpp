@@ -18,7 +18,7 @@ namespace {
 constexpr int kExitOk = 0, kExitBadInput = 1, kExitUsage = 2;
 
 int usage(const std::string &msg) {
-  std::cerr << "uopc-run: error: " << msg << "\n";
+  std::cerr << "uopc-run: error: " << uopc::printable(msg) << "\n";
   return kExitUsage;
 }
 
@@ -121,13 +121,13 @@ int main(int argc, char **argv) {
     }
   } catch (const uopc::Error &e) {
     std::cout.flush();
-    std::cerr << "uopc-run: error: " << e.what() << "\n";
+    std::cerr << "uopc-run: error: " << uopc::printable(e.what()) << "\n";
     return kExitBadInput;
   } catch (const std::bad_alloc &) {
     std::cerr << "uopc-run: error: out of memory\n";
     return kExitBadInput;
   } catch (const std::exception &e) {
-    std::cerr << "uopc-run: error: internal error: " << e.what() << "\n";
+    std::cerr << "uopc-run: error: internal error: " << uopc::printable(e.what()) << "\n";
     return kExitBadInput;
   }
   return kExitOk;

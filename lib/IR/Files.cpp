@@ -1,0 +1,65 @@
+//===- Files.cpp - output files written whole or not at all ---------------===//
+#include "IR/Files.h"
+
+#include "IR/Error.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <random>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace uopc {
+namespace {
+
+/// Writes all of `bytes` to fd; false (errno set) on failure.
+bool writeAll(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+[[noreturn]] void cannotWrite(const std::string &path, int err) {
+  fail("cannot write " + quote(path) + ": " + std::strerror(err));
+}
+
+} // namespace
+
+void writeFileAtomic(const std::string &path, std::string_view bytes) {
+  if (path.empty()) fail("an empty output file name");
+  struct stat st {};
+  bool exists = ::lstat(path.c_str(), &st) == 0;
+  if (exists && S_ISLNK(st.st_mode) && ::stat(path.c_str(), &st) != 0) st.st_mode = S_IFREG; // (a dangling link)
+  if (exists && S_ISDIR(st.st_mode)) fail("cannot write " + quote(path) + ": it is a directory");
+  if (exists && !S_ISREG(st.st_mode)) { // a device, a pipe, a terminal: nothing to replace
+    int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) cannotWrite(path, errno);
+    bool ok = writeAll(fd, bytes);
+    int err = errno;
+    ::close(fd);
+    if (!ok) cannotWrite(path, err);
+    return;
+  }
+  // the temporary file: beside the target (same file system, so the rename is atomic), a name of its own
+  std::string dir = path.substr(0, path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1);
+  std::string base = path.substr(dir.size());
+  std::string suffix = ".uopc-tmp-" + std::to_string(::getpid()) + "-" + std::to_string(std::random_device{}() & 0xffffff);
+  std::string tmp = base.size() + suffix.size() <= 255 ? path + suffix : dir + suffix;
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+  if (fd < 0) cannotWrite(path, errno);
+  bool ok = writeAll(fd, bytes);
+  int err = errno;
+  if (::close(fd) != 0 && ok) ok = false, err = errno;
+  if (ok && ::rename(tmp.c_str(), path.c_str()) != 0) ok = false, err = errno;
+  if (!ok) {
+    ::unlink(tmp.c_str());
+    cannotWrite(path, err);
+  }
+}
+
+} // namespace uopc
