@@ -1,11 +1,21 @@
 """Writes or prints safetensors files for the lit tests: `safetensors.py w FILE NAME=CODE:v,v,... ...`
-writes, `safetensors.py r FILE` prints one line per tensor: name, dtype, shape, values."""
+writes, `safetensors.py r FILE` prints one line per tensor: name, dtype, shape, values.
+`safetensors.py raw FILE HEADER DATA_BYTES` writes HEADER (text, as it is) and that many zero bytes after it;
+`safetensors.py bigheader FILE N` writes a file whose header size is N bytes, N bytes long (a sparse file)."""
 import json
 import struct
 import sys
 
 FMT = {"F32": "f", "F64": "d", "I32": "i", "I8": "b", "U8": "B", "I64": "q"}
-if sys.argv[1] == "w":
+if sys.argv[1] == "raw":
+    h = sys.argv[3].encode()
+    open(sys.argv[2], "wb").write(struct.pack("<Q", len(h)) + h + bytes(int(sys.argv[4])))
+elif sys.argv[1] == "bigheader":
+    n = int(sys.argv[3])
+    with open(sys.argv[2], "wb") as f:
+        f.write(struct.pack("<Q", n) + b"{")
+        f.truncate(8 + n)
+elif sys.argv[1] == "w":
     header, data = {}, b""
     for spec in sys.argv[3:]:
         name, rest = spec.split("=", 1)
