@@ -34,12 +34,12 @@ asan:
 	@LSAN_OPTIONS=use_tls=0:suppressions=$(CURDIR)/scripts/lsan.supp $(MAKE) test BUILD=build-asan CMAKE_FLAGS="-DUOPC_SANITIZE=ON"
 
 # libFuzzer targets (fuzz/: the graph readers, reader + pipeline + C emission, the manifest parser and run
-# set-up), built with clang 19 (Debian's clang 14 lacks C++20's source_location), ASan and UBSan in build-fuzz/, then each run for FUZZ_SECONDS (default 60).
+# set-up, the safetensors reader), built with clang 19 (Debian's clang 14 lacks C++20's source_location), ASan and UBSan in build-fuzz/, then each run for FUZZ_SECONDS (default 60).
 FUZZ_SECONDS ?= 60
 fuzz:
 	@./scripts/setup.sh clang-19 libclang-rt-19-dev
 	@CC=clang-19 CXX=clang++-19 cmake -S . -B build-fuzz -G Ninja -DUOPC_FUZZ=ON > /dev/null
-	@cmake --build build-fuzz -j $(JOBS) --target fuzz_read fuzz_pipeline fuzz_manifest
+	@cmake --build build-fuzz -j $(JOBS) --target fuzz_read fuzz_pipeline fuzz_manifest fuzz_safetensors
 	@./fuzz/run.sh build-fuzz $(FUZZ_SECONDS)
 
 clean:

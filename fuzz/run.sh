@@ -7,13 +7,15 @@ SECONDS_EACH=${2:-60}
 shift $(( $# >= 2 ? 2 : 1 ))
 cd "$(dirname "$0")/.."
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(fuzz_read fuzz_pipeline fuzz_manifest)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(fuzz_read fuzz_pipeline fuzz_manifest fuzz_safetensors)
 CORPUS=${UOPC_CORPUS:-../shared/corpus}
 for t in "${TARGETS[@]}"; do
   work="$BUILD/fuzz-work/$t"
   mkdir -p "$work/corpus"
   if [ "$t" = fuzz_manifest ]; then
     cp fuzz/seeds/manifest/*.json "$work/corpus/"
+  elif [ "$t" = fuzz_safetensors ]; then
+    cp fuzz/seeds/safetensors/*.safetensors "$work/corpus/"
   else
     for f in test/lit/*/Inputs/*.json; do cp "$f" "$work/corpus/$(echo "$f" | tr / _)"; done
     if [ -d "$CORPUS/public" ]; then
