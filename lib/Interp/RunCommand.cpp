@@ -24,10 +24,10 @@ int64_t parseInt(std::string_view text, const std::string &what) {
 
 std::string readFile(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot read input file '" + path + "'");
+  if (!in) fail("cannot read input file " + quote(path));
   std::ostringstream ss;
   ss << in.rdbuf();
-  if (in.bad()) fail("error while reading '" + path + "'");
+  if (in.bad()) fail("error while reading " + quote(path));
   return ss.str();
 }
 
@@ -38,16 +38,16 @@ void writeFile(const std::string &path, const std::string &bytes) { writeFileAto
 
 std::pair<int64_t, std::vector<std::string>> parseSlotFiles(const std::string &spec) {
   size_t eq = spec.find('=');
-  if (eq == std::string::npos) fail("'" + spec + "' is not of the form SLOT=FILE[,FILE...]");
-  int64_t slot = parseInt(std::string_view(spec).substr(0, eq), "slot in '" + spec + "'");
-  if (slot < 0) fail("slot " + std::to_string(slot) + " in '" + spec + "' is negative");
+  if (eq == std::string::npos) fail(quote(spec) + " is not of the form SLOT=FILE[,FILE...]");
+  int64_t slot = parseInt(std::string_view(spec).substr(0, eq), "slot in " + quote(spec));
+  if (slot < 0) fail("slot " + std::to_string(slot) + " in " + quote(spec) + " is negative");
   std::vector<std::string> files;
   std::string rest = spec.substr(eq + 1);
   size_t start = 0;
   while (true) {
     size_t comma = rest.find(',', start);
     std::string f = rest.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    if (f.empty()) fail("empty file name in '" + spec + "'");
+    if (f.empty()) fail("empty file name in " + quote(spec));
     files.push_back(f);
     if (comma == std::string::npos) break;
     start = comma + 1;
@@ -57,8 +57,8 @@ std::pair<int64_t, std::vector<std::string>> parseSlotFiles(const std::string &s
 
 std::pair<std::string, int64_t> parseVarBinding(const std::string &spec) {
   size_t eq = spec.find('=');
-  if (eq == std::string::npos || eq == 0) fail("'" + spec + "' is not of the form NAME=VALUE");
-  return {spec.substr(0, eq), parseInt(std::string_view(spec).substr(eq + 1), "value in '" + spec + "'")};
+  if (eq == std::string::npos || eq == 0) fail(quote(spec) + " is not of the form NAME=VALUE");
+  return {spec.substr(0, eq), parseInt(std::string_view(spec).substr(eq + 1), "value in " + quote(spec))};
 }
 
 void runInterpret(const RunRequest &req) {
@@ -74,9 +74,9 @@ void runInterpret(const RunRequest &req) {
     auto a = aliases.find(given);
     const std::string &name = a == aliases.end() ? given : a->second;
     if (std::find(known.begin(), known.end(), name) == known.end())
-      fail("--var " + given + ": the graph has no variable named '" + given + "'");
+      fail("--var " + given + ": the graph has no variable named " + quote(given));
     if (!vars.emplace(name, value).second)
-      fail("--var " + given + ": variable '" + name + "' is given twice (by its name and by its p<slot> name)");
+      fail("--var " + given + ": variable " + quote(name) + " is given twice (by its name and by its p<slot> name)");
   }
 
   std::map<int64_t, SlotInfo> slots;
@@ -100,7 +100,7 @@ void runInterpret(const RunRequest &req) {
       bytes.push_back(readFile(files[d]));
       size_t want = static_cast<size_t>(info.numel) * dtypeSize(info.dtype);
       if (bytes.back().size() != want)
-        fail("--input " + std::to_string(slot) + ": '" + files[d] + "' has " + std::to_string(bytes.back().size()) +
+        fail("--input " + std::to_string(slot) + ": " + quote(files[d]) + " has " + std::to_string(bytes.back().size()) +
              " bytes, but slot " + std::to_string(slot) + " holds " + std::to_string(info.numel) + " " +
              std::string(dtypeName(info.dtype)) + " elements (" + std::to_string(want) + " bytes) per device");
     }

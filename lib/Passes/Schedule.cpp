@@ -85,7 +85,7 @@ struct Builder {
     SchedVar v{*pa.name, pa.slot, pa.vminVmax->first, pa.vminVmax->second};
     auto [it, fresh] = vars.emplace(v.name, v);
     if (!fresh && (it->second.vmin != v.vmin || it->second.vmax != v.vmax || it->second.slot != v.slot))
-      error(p, "variable '" + v.name + "' is declared twice with different slots or ranges");
+      error(p, "variable " + quote(v.name) + " is declared twice with different slots or ranges");
   }
 
   void collectBuffers(const std::vector<const UOp *> &nodes) {

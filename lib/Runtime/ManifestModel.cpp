@@ -63,7 +63,7 @@ Json keptJson(const Kept &k) {
 // ---- reading: field access with clear messages -------------------------------------------------------
 
 const Json &field(const Json &j, const char *key, const std::string &where) {
-  if (!j.is_object() || !j.contains(key)) fail("manifest: " + where + " has no '" + key + "'");
+  if (!j.is_object() || !j.contains(key)) fail("manifest: " + where + " has no " + quote(key));
   return j.at(key);
 }
 int64_t asInt(const Json &v, const std::string &what, int64_t lo = INT64_MIN) {
@@ -93,7 +93,7 @@ const Json *optField(const Json &j, const char *key) { return j.contains(key) ? 
 /// let a kernel run past its allocation).
 DType checkedDtype(const std::string &dtype, int64_t numel, int64_t bytes, const std::string &where) {
   auto dt = dtypeFromName(dtype);
-  if (!dt || dtypeSize(*dt) == 0) fail("manifest: " + where + " has unknown dtype '" + dtype + "'");
+  if (!dt || dtypeSize(*dt) == 0) fail("manifest: " + where + " has unknown dtype " + quote(dtype));
   if (numel > INT64_MAX / static_cast<int64_t>(dtypeSize(*dt)) || numel * static_cast<int64_t>(dtypeSize(*dt)) != bytes)
     fail("manifest: " + where + " says " + std::to_string(bytes) + " bytes for " + std::to_string(numel) + " " + dtype +
          " elements");
@@ -166,7 +166,7 @@ struct Reader {
 
   size_t deviceIndex(const std::string &name, const std::string &where) const {
     auto it = std::find_if(m.devices.begin(), m.devices.end(), [&](const Device &d) { return d.name == name; });
-    if (it == m.devices.end()) fail("manifest: " + where + " names unknown device '" + name + "'");
+    if (it == m.devices.end()) fail("manifest: " + where + " names unknown device " + quote(name));
     return static_cast<size_t>(it - m.devices.begin());
   }
 
@@ -204,17 +204,17 @@ struct Reader {
   void header(const Json &j) {
     // (value() would throw nlohmann's type_error for a field of another type: compare the JSON values)
     if (!j.is_object() || !j.contains("format") || j["format"] != Json("uopc-manifest"))
-      fail("'" + path + "' is not a uopc manifest");
+      fail(quote(path) + " is not a uopc manifest");
     if (!j.contains("version") || j["version"] != Json(kVersion))
-      fail("manifest '" + path + "': unsupported version (this uopc-run reads version " + std::to_string(kVersion) + ")");
+      fail("manifest " + quote(path) + ": unsupported version (this uopc-run reads version " + std::to_string(kVersion) + ")");
     std::string target = strField(j, "target", "manifest");
     // the CPU the kernels are built for (uopc --cpu; manifests before it: this machine's)
     if (j.contains("cpu")) {
       m.cpu = strField(j, "cpu", "manifest");
-      if (!isCpuName(*m.cpu)) fail("manifest '" + path + "': cpu '" + *m.cpu + "' is not a CPU name (letters, digits, '-', '_', '.')");
+      if (!isCpuName(*m.cpu)) fail("manifest " + quote(path) + ": cpu " + quote(*m.cpu) + " is not a CPU name (letters, digits, '-', '_', '.')");
     }
     const TargetInfo *t = findTarget(target);
-    if (!t) fail("manifest '" + path + "': target '" + target + "' cannot run here (only " + targetNameList() + " are supported)");
+    if (!t) fail("manifest " + quote(path) + ": target " + quote(target) + " cannot run here (only " + targetNameList() + " are supported)");
     m.target = t->id;
   }
 
@@ -235,7 +235,7 @@ struct Reader {
       std::string where = "param " + std::to_string(q.slot);
       std::string dtype = strField(p, "dtype", where), role = strField(p, "role", where);
       auto r = std::find(kRoleNames.begin(), kRoleNames.end(), role);
-      if (r == kRoleNames.end()) fail("manifest: " + where + ".role is '" + role + "', not input, output or inout");
+      if (r == kRoleNames.end()) fail("manifest: " + where + ".role is " + quote(role) + ", not input, output or inout");
       q.role = static_cast<Role>(r - kRoleNames.begin());
       q.bytes = intField(p, "bytes", where, 0);
       q.numel = intField(p, "numel", where, 0);
@@ -292,22 +292,22 @@ struct Reader {
   void vars(const Json &j) {
     for (const Json &v : arrField(j, "vars", "manifest")) {
       std::string name = strField(v, "name", "var");
-      if (!isIdentifier(name)) fail("manifest: variable name '" + name + "' is not an identifier");
+      if (!isIdentifier(name)) fail("manifest: variable name " + quote(name) + " is not an identifier");
       if (std::any_of(m.vars.begin(), m.vars.end(), [&](const Var &x) { return x.name == name; }))
-        fail("manifest: variable '" + name + "' is declared twice");
+        fail("manifest: variable " + quote(name) + " is declared twice");
       Var var{name, -1, intField(v, "min", "var " + name), intField(v, "max", "var " + name), {name}};
       if (v.contains("slot")) var.slot = intField(v, "slot", "var " + name);
-      if (var.min > var.max) fail("manifest: variable '" + name + "' has an empty range");
+      if (var.min > var.max) fail("manifest: variable " + quote(name) + " has an empty range");
       if (v.contains("names")) { // tinygrad 0.14.0's p<slot> beside the user's name
         const Json &ns = v["names"];
-        if (!ns.is_array()) fail("manifest: variable '" + name + "': names must be a list of strings");
+        if (!ns.is_array()) fail("manifest: variable " + quote(name) + ": names must be a list of strings");
         for (const Json &a : ns) {
           if (!a.is_string() || !isIdentifier(a.get<std::string>()))
-            fail("manifest: variable '" + name + "': names must be a list of identifiers");
+            fail("manifest: variable " + quote(name) + ": names must be a list of identifiers");
           std::string alias = a.get<std::string>();
           auto named = [&](const Var &x) { return std::find(x.names.begin(), x.names.end(), alias) != x.names.end(); };
           if (std::any_of(m.vars.begin(), m.vars.end(), named) || (alias != name && named(var)))
-            fail("manifest: variable name '" + alias + "' is declared twice");
+            fail("manifest: variable name " + quote(alias) + " is declared twice");
           if (alias != name) var.names.push_back(alias);
         }
       }
@@ -334,7 +334,7 @@ struct Reader {
       } else if (kind == "kernel") {
         kernelStep(s, where, st, gpu, symbolFiles);
       } else {
-        fail("manifest: " + where + " has unknown kind '" + kind + "'");
+        fail("manifest: " + where + " has unknown kind " + quote(kind));
       }
       m.steps.push_back(std::move(st));
     }
@@ -342,21 +342,21 @@ struct Reader {
 
   void kernelStep(const Json &s, const std::string &where, Step &st, bool gpu, std::map<std::string, std::string> &symbolFiles) {
     st.symbol = strField(s, "symbol", where);
-    if (!isIdentifier(st.symbol)) fail("manifest: " + where + ".symbol '" + st.symbol + "' is not a C identifier");
+    if (!isIdentifier(st.symbol)) fail("manifest: " + where + ".symbol " + quote(st.symbol) + " is not a C identifier");
     st.file = strField(s, "file", where);
     auto [known, isNew] = symbolFiles.emplace(st.symbol, st.file);
     if (!isNew && known->second != st.file)
-      fail("manifest: symbol '" + st.symbol + "' is exported by two files ('" + known->second + "' and '" + st.file + "')");
+      fail("manifest: symbol " + quote(st.symbol) + " is exported by two files (" + quote(known->second) + " and " + quote(st.file) + ")");
     fs::path rel(st.file);
     bool ok = !rel.empty() && rel.is_relative();
     for (const fs::path &part : rel) ok = ok && part != ".." && part != ".";
-    if (!ok) fail("manifest: " + where + ".file '" + st.file + "' must be a relative path inside the output directory");
+    if (!ok) fail("manifest: " + where + ".file " + quote(st.file) + " must be a relative path inside the output directory");
     for (const Json &a : arrField(s, "args", where)) st.args.push_back(ref(a, where + ".args"));
     for (const Json &v : arrField(s, "vars", where)) {
       if (!v.is_string()) fail("manifest: " + where + ".vars holds a non-string");
       std::string name = v.get<std::string>();
       auto it = std::find_if(m.vars.begin(), m.vars.end(), [&](const Var &x) { return x.name == name; });
-      if (it == m.vars.end()) fail("manifest: " + where + " uses undeclared variable '" + name + "'");
+      if (it == m.vars.end()) fail("manifest: " + where + " uses undeclared variable " + quote(name));
       st.vars.push_back(name);
       st.varIndex.push_back(static_cast<size_t>(it - m.vars.begin()));
     }
@@ -418,7 +418,7 @@ std::optional<Signature> parseSignature(const std::string &text, const std::stri
   std::string tok;
   size_t nvars = SIZE_MAX;
   auto malformed = [&](const std::string &t) -> int64_t {
-    fail("kernel '" + file + "': malformed uopc-signature entry '" + t + "'");
+    fail("kernel " + quote(file) + ": malformed uopc-signature entry " + quote(t));
   };
   auto number = [&](const std::string &n, const std::string &t) -> int64_t {
     if (n.empty() || n.size() > 20) malformed(t);
@@ -450,7 +450,7 @@ std::optional<Signature> parseSignature(const std::string &text, const std::stri
     }
     sig.args.push_back({tok.substr(0, colon), elems});
   }
-  if (nvars == SIZE_MAX) fail("kernel '" + file + "': malformed uopc-signature line");
+  if (nvars == SIZE_MAX) fail("kernel " + quote(file) + ": malformed uopc-signature line");
   sig.nvars = nvars;
   while (sig.vars.size() < nvars && line >> tok) {
     size_t c1 = tok.find(':');
@@ -466,7 +466,7 @@ std::optional<Signature> parseSignature(const std::string &text, const std::stri
     }
     sig.vars.push_back(std::move(v));
   }
-  if (!sig.vars.empty() && sig.vars.size() != nvars) fail("kernel '" + file + "': malformed uopc-signature line");
+  if (!sig.vars.empty() && sig.vars.size() != nvars) fail("kernel " + quote(file) + ": malformed uopc-signature line");
   if (line >> tok && tok != "*/") { // (a C file's signature is a comment)
     if (tok != "parallel" || !(line >> tok)) malformed(tok);
     sig.parallel = number(tok, tok);
@@ -590,7 +590,7 @@ Manifest fromJson(const std::string &text, const std::string &path) {
   try {
     j = Json::parse(text);
   } catch (const Json::exception &e) {
-    fail("manifest '" + path + "' is not valid JSON: " + e.what());
+    fail("manifest " + quote(path) + " is not valid JSON: " + e.what());
   }
   Reader r{path, {}};
   r.header(j);
@@ -612,7 +612,7 @@ void checkSignatures(const Manifest &m, const fs::path &dir) {
       for (size_t i = 0; i < m.steps.size(); ++i)
         if (!m.steps[i].isCopy() && m.steps[i].file == file && m.steps[i].parallel)
           fail("manifest: step " + std::to_string(i) + " (" + m.steps[i].label() + ") splits its kernel across threads, "
-               "but '" + file + "' has no uopc-signature saying it may be");
+               "but " + quote(file) + " has no uopc-signature saying it may be");
       continue;
     }
     for (size_t i = 0; i < m.steps.size(); ++i) {
@@ -621,11 +621,11 @@ void checkSignatures(const Manifest &m, const fs::path &dir) {
       std::string where = "step " + std::to_string(i) + " (" + st.label() + ")";
       if (st.args.size() != sig->args.size() || st.vars.size() != sig->nvars)
         fail("manifest: " + where + " passes " + std::to_string(st.args.size()) + " buffers and " +
-             std::to_string(st.vars.size()) + " variables; '" + file + "' takes " + std::to_string(sig->args.size()) +
+             std::to_string(st.vars.size()) + " variables; " + quote(file) + " takes " + std::to_string(sig->args.size()) +
              " and " + std::to_string(sig->nvars));
       if (st.parallel != sig->parallel)
         fail("manifest: " + where + " says its kernel's loop of " + std::to_string(st.parallel) +
-             " iterations is split across threads (0: none); '" + file + "' has " + std::to_string(sig->parallel));
+             " iterations is split across threads (0: none); " + quote(file) + " has " + std::to_string(sig->parallel));
       for (size_t k = 0; k < sig->args.size(); ++k) {
         const Ref &r = st.args[k];
         const auto &[want, elems] = sig->args[k];
@@ -637,17 +637,17 @@ void checkSignatures(const Manifest &m, const fs::path &dir) {
         if (elems >= 0 && (elems > INT64_MAX / static_cast<int64_t>(dtypeSize(*size)) ||
                            m.bytesOf(r) < elems * static_cast<int64_t>(dtypeSize(*size))))
           fail("manifest: " + where + " argument " + std::to_string(k) + " (" + m.describe(r) + ") holds " +
-               std::to_string(m.bytesOf(r)) + " bytes; '" + file + "' indexes " + std::to_string(elems) + " elements");
+               std::to_string(m.bytesOf(r)) + " bytes; " + quote(file) + " indexes " + std::to_string(elems) + " elements");
       }
       for (size_t k = 0; k < sig->vars.size(); ++k) {
         const Var &mv = m.vars[st.varIndex[k]];
         const Signature::SigVar &sv = sig->vars[k];
         if (sv.name != mv.name)
-          fail("manifest: " + where + " passes variable '" + mv.name + "' as argument " + std::to_string(k) + "; '" +
-               file + "' takes '" + sv.name + "' there");
+          fail("manifest: " + where + " passes variable " + quote(mv.name) + " as argument " + std::to_string(k) + "; '" +
+               file + "' takes " + quote(sv.name) + " there");
         if (sv.ranged && (mv.min < sv.lo || mv.max > sv.hi))
-          fail("manifest: variable '" + mv.name + "' has range [" + std::to_string(mv.min) + ", " + std::to_string(mv.max) +
-               "], but '" + file + "' was compiled for [" + std::to_string(sv.lo) + ", " + std::to_string(sv.hi) + "]");
+          fail("manifest: variable " + quote(mv.name) + " has range [" + std::to_string(mv.min) + ", " + std::to_string(mv.max) +
+               "], but " + quote(file) + " was compiled for [" + std::to_string(sv.lo) + ", " + std::to_string(sv.hi) + "]");
       }
     }
   }
@@ -655,20 +655,20 @@ void checkSignatures(const Manifest &m, const fs::path &dir) {
 
 std::string readBounded(const std::string &path, const std::string &what, uint64_t maxBytes) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail("cannot read " + what + " '" + path + "': " + std::strerror(errno));
+  if (fd < 0) fail("cannot read " + what + " " + quote(path) + ": " + std::strerror(errno));
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }
   } closer{fd};
   struct stat st {};
-  if (::fstat(fd, &st) != 0) fail("cannot read " + what + " '" + path + "': " + std::strerror(errno));
-  if (S_ISDIR(st.st_mode)) fail("cannot read " + what + " '" + path + "': it is a directory");
+  if (::fstat(fd, &st) != 0) fail("cannot read " + what + " " + quote(path) + ": " + std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) fail("cannot read " + what + " " + quote(path) + ": it is a directory");
   if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode) && !S_ISSOCK(st.st_mode))
-    fail("cannot read " + what + " '" + path + "': not a regular file or a pipe");
+    fail("cannot read " + what + " " + quote(path) + ": not a regular file or a pipe");
   std::string data;
   if (S_ISREG(st.st_mode)) {
     if (static_cast<uint64_t>(st.st_size) > maxBytes)
-      fail(what + " '" + path + "' has " + std::to_string(st.st_size) + " bytes, more than the " +
+      fail(what + " " + quote(path) + " has " + std::to_string(st.st_size) + " bytes, more than the " +
            std::to_string(maxBytes) + " expected");
     data.reserve(static_cast<size_t>(st.st_size));
   }
@@ -676,10 +676,10 @@ std::string readBounded(const std::string &path, const std::string &what, uint64
   for (;;) {
     ssize_t n = ::read(fd, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) fail("error while reading " + what + " '" + path + "': " + std::strerror(errno));
+    if (n < 0) fail("error while reading " + what + " " + quote(path) + ": " + std::strerror(errno));
     if (n == 0) break;
     if (data.size() + static_cast<uint64_t>(n) > maxBytes)
-      fail(what + " '" + path + "' has more than the " + std::to_string(maxBytes) + " bytes expected");
+      fail(what + " " + quote(path) + " has more than the " + std::to_string(maxBytes) + " bytes expected");
     data.append(buf, static_cast<size_t>(n));
   }
   return data;

@@ -485,7 +485,7 @@ void runManifest(const ManifestRunRequest &req, std::ostream &out) {
   };
   for (const auto &[name, value] : req.vars)
     if (std::none_of(m.vars.begin(), m.vars.end(), [&](const manifest::Var &v) { return names(v, name); }))
-      fail("--var " + name + ": the manifest has no variable named '" + name + "'");
+      fail("--var " + name + ": the manifest has no variable named " + quote(name));
   for (const manifest::Var &v : m.vars) {
     auto it = req.vars.end();
     for (auto j = req.vars.begin(); j != req.vars.end(); ++j) {
@@ -494,7 +494,7 @@ void runManifest(const ManifestRunRequest &req, std::ostream &out) {
         fail("--var " + it->first + " and --var " + j->first + " name the same variable: give one of them");
       it = j;
     }
-    if (it == req.vars.end()) fail("variable '" + v.name + "' needs a value: pass --var " + v.name + "=VALUE");
+    if (it == req.vars.end()) fail("variable " + quote(v.name) + " needs a value: pass --var " + v.name + "=VALUE");
     if (it->second < v.min || it->second > v.max)
       fail("--var " + v.name + "=" + std::to_string(it->second) + " is outside its range [" + std::to_string(v.min) +
            ", " + std::to_string(v.max) + "]");
@@ -515,7 +515,7 @@ void runManifest(const ManifestRunRequest &req, std::ostream &out) {
     for (const std::string &f : files) {
       inputs[slot].push_back(readWhole(f, "input file", static_cast<uint64_t>(q.bytes)));
       if (static_cast<int64_t>(inputs[slot].back().size()) != q.bytes)
-        fail("--input " + std::to_string(slot) + ": '" + f + "' has " + std::to_string(inputs[slot].back().size()) +
+        fail("--input " + std::to_string(slot) + ": " + quote(f) + " has " + std::to_string(inputs[slot].back().size()) +
              " bytes, but slot " + std::to_string(slot) + " holds " + std::to_string(q.bytes) + " bytes (" + std::string(dtypeName(q.dtype)) +
              ") per device");
     }
