@@ -34,7 +34,7 @@ void writeFileAtomic(const std::string &path, std::string_view bytes) {
   if (path.empty()) fail("an empty output file name");
   struct stat st {};
   bool exists = ::lstat(path.c_str(), &st) == 0;
-  if (exists && S_ISLNK(st.st_mode) && ::stat(path.c_str(), &st) != 0) st.st_mode = S_IFREG; // (a dangling link)
+  if (exists && S_ISLNK(st.st_mode) && ::stat(path.c_str(), &st) != 0) exists = false; // (a dangling link)
   if (exists && S_ISDIR(st.st_mode)) fail("cannot write " + quote(path) + ": it is a directory");
   if (exists && !S_ISREG(st.st_mode)) { // a device, a pipe, a terminal: nothing to replace
     int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
@@ -54,6 +54,8 @@ void writeFileAtomic(const std::string &path, std::string_view bytes) {
   if (fd < 0) cannotWrite(path, errno);
   bool ok = writeAll(fd, bytes);
   int err = errno;
+  // the file it replaces keeps its permissions (a 0600 output stays 0600)
+  if (ok && exists && S_ISREG(st.st_mode) && ::fchmod(fd, st.st_mode & 07777) != 0) ok = false, err = errno;
   if (::close(fd) != 0 && ok) ok = false, err = errno;
   if (ok && ::rename(tmp.c_str(), path.c_str()) != 0) ok = false, err = errno;
   if (!ok) {
