@@ -5,7 +5,7 @@ BUILD ?= build
 JOBS ?= 2
 CMAKE_FLAGS ?=
 
-.PHONY: all setup build demo test bench clean asan fuzz
+.PHONY: all setup build demo test bench clean asan fuzz install
 
 all: build
 
@@ -21,6 +21,12 @@ demo: build
 
 test: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# cmake --install: bin/uopc, bin/uopc-run, lib/uopc/libuopc-llvm.so, share/uopc/schemas, the docs
+# (PREFIX=/usr/local by default; DESTDIR stages it elsewhere)
+PREFIX ?= /usr/local
+install: build
+	@cmake --install $(BUILD) --prefix $(PREFIX)
 
 bench: build
 	@./bench/run.sh $(BUILD)

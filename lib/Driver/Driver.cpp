@@ -11,6 +11,7 @@
 #include "IR/GraphIO.h"
 #include "IR/Kernel.h"
 #include "IR/Records.h"
+#include "IR/Version.h"
 #include "IR/Work.h"
 #include "Passes/PassManager.h"
 #include "Passes/Rewrite.h"
@@ -248,6 +249,7 @@ int compileMain(int argc, char **argv) {
   int verbosity = 0;
   std::string level;
   PassManagerOptions pm;
+  app.set_version_flag("--version", versionText("uopc"), "Print uopc's version, its LLVM's and the formats it reads and writes");
   app.add_option("graph", input, "Graph document (JSON or .uopb, detected by content)");
   app.add_option("-o,--output", outDir, "Output directory (written atomically)");
   bool force = false;

@@ -32,7 +32,11 @@ const LLVMPluginApi &llvmPlugin() {
   static std::string error;
   std::call_once(once, [] {
     const char *env = std::getenv("UOPC_LLVM_PLUGIN");
+    // (beside the executable in a build tree; in ../lib/uopc/ from it in an installed prefix)
     std::string path = env && *env ? env : ownDirectory() + "libuopc-llvm.so";
+    if (!(env && *env) && access(path.c_str(), F_OK) != 0 && !ownDirectory().empty())
+      if (std::string installed = ownDirectory() + "../lib/uopc/libuopc-llvm.so"; access(installed.c_str(), F_OK) == 0)
+        path = installed;
     void *h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!h) {
       const char *why = dlerror();

@@ -38,6 +38,10 @@ Refused by name, with the reason (ExportError, one line, names and other librari
 about 200 characters): outputs of symbolic shape or with no elements, views on several devices, and what
 tinygrad itself cannot compute or read (its error quoted).
 """
+
+__version__ = "0.1.0"  # uopc's (CMakeLists.txt project VERSION)
+GRAPH_FORMAT_VERSION = 1  # the uopc-graph format version graph.json is written in
+
 import base64
 import dataclasses
 import enum
@@ -471,10 +475,10 @@ def _graph_json(body, names):
         tg_version = version("tinygrad")
     except Exception:  # noqa: BLE001  (a source checkout)
         tg_version = "unknown"
-    producer = {"name": "tinygrad", "version": tg_version, "exporter": "uopc_tinygrad 0.1.0"}
+    producer = {"name": "tinygrad", "version": tg_version, "exporter": f"uopc_tinygrad {__version__}"}
     lines = ",\n".join(json.dumps(n, separators=(",", ":")) for n in nodes)
-    return ('{"format":"uopc-graph","version":1,"producer":%s,"semantics":{"pad_fill":"zero"},"nodes":[\n%s\n],"root":%d}\n'
-            % (json.dumps(producer, separators=(",", ":")), lines, ids[body]))
+    return ('{"format":"uopc-graph","version":%d,"producer":%s,"semantics":{"pad_fill":"zero"},"nodes":[\n%s\n],"root":%d}\n'
+            % (GRAPH_FORMAT_VERSION, json.dumps(producer, separators=(",", ":")), lines, ids[body]))
 
 
 def export(fn, *args, out, model=None, input_names=None, output_names=None):

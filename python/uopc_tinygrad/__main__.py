@@ -19,6 +19,9 @@ def main(argv=None) -> int:
                     "From Python, call uopc_tinygrad.export directly.\n\n" + uopc_tinygrad.__doc__.split("\n", 2)[2],
         epilog="Then: uopc DIR/graph.json -o OUT && uopc-run OUT/manifest.json --inputs DIR/inputs.safetensors "
                "--outputs result.safetensors")
+    ap.add_argument("--version", action="version",
+                    version=f"uopc_tinygrad {uopc_tinygrad.__version__} (writes uopc-graph format version "
+                            f"{uopc_tinygrad.GRAPH_FORMAT_VERSION})")
     ap.add_argument("target", metavar="FILE.py:FN | MODEL.onnx", help="a function returning (fn, args, model), or an ONNX model")
     ap.add_argument("-o", "--out", required=True, metavar="DIR", help="where graph.json, io.json, inputs.safetensors go")
     ap.add_argument("--input", action="append", default=[], metavar="NAME=SHAPE[:DTYPE]",

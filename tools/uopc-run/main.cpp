@@ -1,6 +1,7 @@
 //===- uopc-run - run a compiled graph (CPU, or NVIDIA GPUs for ptx) or interpret one ===//
 // Exit codes: 0 success, 1 bad input (one message on stderr), 2 bad usage.
 #include "IR/Error.h"
+#include "IR/Version.h"
 #include "Interp/Interpreter.h"
 #include "Passes/PassManager.h"
 #include "Runtime/Runner.h"
@@ -39,6 +40,7 @@ int main(int argc, char **argv) {
   bool listPasses = false;
   std::string manifest;
   int bench = 0, threads = 0;
+  app.set_version_flag("--version", uopc::versionText("uopc-run"), "Print uopc-run's version, its LLVM's and the formats it reads");
   app.add_option("manifest", manifest, "A manifest.json written by uopc: compile (C), JIT (LLVM IR) or load (PTX) its kernels and run them");
   app.add_option("--bench", bench, "Manifest mode: after the run, run the steps N more times and print their times")
       ->check(CLI::Range(1, 1000000));
