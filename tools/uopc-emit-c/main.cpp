@@ -3,6 +3,7 @@
 // codegen) and prints, for each kernel CALL and each device of the buffer it writes, the C that emitCKernel
 // renders. Copies are listed as comments. CUSTOM/CUSTOMI ops (C code in the graph) are refused unless
 // --allow-custom. Exit 1 with `uopc-emit-c: error: ...` on bad input.
+#include "IR/Version.h"
 #include "IR/Error.h"
 #include "IR/GraphIO.h"
 #include "IR/Records.h"
@@ -21,6 +22,10 @@ int main(int argc, char **argv) {
   std::string graph, pipeline = "verify,invalid-pad,multi-lower,reduce-identity,rangeify,kernel-split,codegen";
   CEmitOptions options;
   for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--version")) {
+      std::cout << versionText("uopc-emit-c") << "\n";
+      return 0;
+    }
     if (!std::strcmp(argv[i], "--pass-pipeline") && i + 1 < argc) pipeline = argv[++i];
     else if (!std::strcmp(argv[i], "--allow-custom")) options.allowCustom = true;
     else if (argv[i][0] == '-') {

@@ -6,6 +6,7 @@
 // the same on every machine). --grid-on-host: the GPU thread mapping on the host; --ptx: the PTX that
 // `uopc --target ptx` writes (--nvptx-ir: the optimized NVPTX module instead). Copies are listed as
 // comments. Exit 1 with `uopc-emit-llvm: error: ...` on bad input.
+#include "IR/Version.h"
 #include "IR/Error.h"
 #include "IR/GraphIO.h"
 #include "IR/Records.h"
@@ -27,6 +28,10 @@ int main(int argc, char **argv) {
   const char *usage = "usage: uopc-emit-llvm GRAPH [--pass-pipeline P] [--no-opt] [--grid-on-host | --ptx "
                       "[--gpu-arch sm_XX] [--nvptx-ir]]\n";
   for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--version")) {
+      std::cout << versionText("uopc-emit-llvm") << "\n";
+      return 0;
+    }
     if (!std::strcmp(argv[i], "--pass-pipeline") && i + 1 < argc) pipeline = argv[++i];
     else if (!std::strcmp(argv[i], "--no-opt")) options.optimize = false;
     else if (!std::strcmp(argv[i], "--grid-on-host")) options.mapping = LLVMEmitOptions::Mapping::GridOnHost;
