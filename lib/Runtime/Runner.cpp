@@ -29,6 +29,8 @@
 #include <thread>
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace uopc {
@@ -52,8 +54,41 @@ void writeWhole(const std::string &path, const void *data, size_t n) {
   writeFileAtomic(path, std::string_view(static_cast<const char *>(data), n));
 }
 
-/// The contents of every given input, per slot, one string per device of the slot.
-using Inputs = std::map<int64_t, std::vector<std::string>>;
+/// Where every given input is, per slot, one region per device of the slot.
+using Inputs = std::map<int64_t, std::vector<InputRegion>>;
+
+/// An --input file: a region of all of it when it is a regular file; a pipe's contents read now (at most
+/// `maxBytes`, more is refused); a directory or device refused.
+InputRegion inputFile(const std::string &path, uint64_t maxBytes) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) fail("cannot read input file " + quote(path) + ": " + std::strerror(errno));
+  if (S_ISREG(st.st_mode)) return {path, 0, static_cast<uint64_t>(st.st_size), nullptr};
+  auto held = std::make_shared<const std::string>(readWhole(path, "input file", maxBytes));
+  return {path, 0, held->size(), held};
+}
+
+/// Reads `r` into `dst` (r.size bytes). Throws Error naming the file when it cannot, or is shorter now.
+void readRegion(const InputRegion &r, void *dst) {
+  if (r.held) {
+    std::memcpy(dst, r.held->data(), std::min<size_t>(r.held->size(), static_cast<size_t>(r.size)));
+    return;
+  }
+  int fd = ::open(r.path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail("cannot open the input " + quote(r.path) + ": " + std::strerror(errno));
+  char *out = static_cast<char *>(dst);
+  uint64_t done = 0;
+  while (done < r.size) {
+    ssize_t got = ::pread(fd, out + done, std::min<uint64_t>(r.size - done, uint64_t(1) << 30), static_cast<off_t>(r.offset + done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) {
+      ::close(fd);
+      fail("cannot read " + std::to_string(r.size) + " bytes of the input " + quote(r.path) + " from byte " +
+           std::to_string(r.offset) + (got < 0 ? std::string(": ") + std::strerror(errno) : std::string(" (was the file cut short?)")));
+    }
+    done += static_cast<uint64_t>(got);
+  }
+  ::close(fd);
+}
 
 /// What differs between running on this machine's CPU and on GPUs: memory, kernels, launches. The
 /// manifest, the checks of the request and all file I/O are shared (runManifest).
@@ -181,20 +216,20 @@ public:
       if (s.once)
         for (const Ref &r : s.args)
           if (r.isParam) onceReads.insert(r.index);
+    // (a parameter a once step reads is one no step writes: loaded again from the same region, it holds the
+    // same bytes, unless the file changed meanwhile, which a run does not guard against)
+    loadedFrom_.resize(m_.params.size());
     for (size_t i = 0; i < m_.params.size(); ++i) {
       const Param &q = m_.params[i];
       auto it = inputs.find(q.slot);
+      std::vector<InputRegion> from = it != inputs.end() ? it->second : std::vector<InputRegion>(q.devices.size());
+      if (onceReads.count(i) && (from != loadedFrom_[i] || it == inputs.end())) onceDone_ = false;
       for (size_t d = 0; d < q.devices.size(); ++d) {
         void *dst = data_[i][d].get();
-        size_t n = static_cast<size_t>(q.bytes);
-        if (it != inputs.end()) {
-          if (onceReads.count(i) && std::memcmp(dst, it->second[d].data(), n) != 0) onceDone_ = false;
-          std::memcpy(dst, it->second[d].data(), n);
-        } else {
-          if (onceReads.count(i)) onceDone_ = false;
-          std::memset(dst, 0, n);
-        }
+        if (it != inputs.end()) readRegion(it->second[d], dst);
+        else std::memset(dst, 0, static_cast<size_t>(q.bytes));
       }
+      loadedFrom_[i] = std::move(from);
     }
   }
 
@@ -246,6 +281,7 @@ private:
   std::unique_ptr<KernelJit> jit_; // target llvm: the kernels' modules, run in-process
   ThreadPool pool_;                // the threads of split kernels
   bool onceDone_ = false;          // the once steps ran since the inputs were loaded
+  std::vector<std::vector<InputRegion>> loadedFrom_; // per param, per device: where the last load read it
 
   void *pointer(const Ref &r) const {
     if (r.isParam) return data_[r.index][r.dev].get();
@@ -299,10 +335,16 @@ private:
   void jitCompile(const std::vector<std::string> &files) {
     jit_ = std::make_unique<KernelJit>(m_.cpuName());
     for (const std::string &f : files) jit_->addModule(readWhole((dir_ / f).string(), "kernel module"), f);
+    std::vector<KernelJit::EntrySpec> specs;
+    std::vector<size_t> steps;
     for (size_t i = 0; i < m_.steps.size(); ++i) {
       const Step &s = m_.steps[i];
-      if (!s.isCopy()) entries_[i] = jit_->entry(s.symbol, s.args.size(), s.vars.size() + (s.parallel ? 2 : 0));
+      if (s.isCopy()) continue;
+      specs.push_back({s.symbol, s.args.size(), s.vars.size() + (s.parallel ? 2 : 0)});
+      steps.push_back(i);
     }
+    std::vector<KernelJit::Entry> e = jit_->entries(specs); // (compiled together, on every core)
+    for (size_t k = 0; k < steps.size(); ++k) entries_[steps[k]] = e[k];
   }
 
 };
@@ -385,8 +427,13 @@ public:
       const Param &q = m_.params[i];
       auto it = inputs.find(q.slot);
       for (size_t d = 0; d < q.devices.size(); ++d)
-        if (it != inputs.end()) data_[i][d]->upload(it->second[d].data(), static_cast<size_t>(q.bytes));
-        else data_[i][d]->zero();
+        if (it != inputs.end()) {
+          std::unique_ptr<unsigned char[]> host(new unsigned char[std::max<size_t>(1, static_cast<size_t>(q.bytes))]);
+          readRegion(it->second[d], host.get());
+          data_[i][d]->upload(host.get(), static_cast<size_t>(q.bytes));
+        } else {
+          data_[i][d]->zero();
+        }
     }
   }
 
@@ -513,15 +560,26 @@ void runManifest(const ManifestRunRequest &req, std::ostream &out) {
   for (const auto &[slot, files] : req.inputFiles) {
     const Param &q = paramFor(slot, files.size(), "--input");
     for (const std::string &f : files) {
-      inputs[slot].push_back(readWhole(f, "input file", static_cast<uint64_t>(q.bytes)));
-      if (static_cast<int64_t>(inputs[slot].back().size()) != q.bytes)
-        fail("--input " + std::to_string(slot) + ": " + quote(f) + " has " + std::to_string(inputs[slot].back().size()) +
-             " bytes, but slot " + std::to_string(slot) + " holds " + std::to_string(q.bytes) + " bytes (" + std::string(dtypeName(q.dtype)) +
+      InputRegion r = inputFile(f, static_cast<uint64_t>(q.bytes));
+      uint64_t size = r.size;
+      if (size != static_cast<uint64_t>(q.bytes))
+        fail("--input " + std::to_string(slot) + ": " + quote(f) + " has " + std::to_string(size) + " bytes, but slot " +
+             std::to_string(slot) + " holds " + std::to_string(q.bytes) + " bytes (" + std::string(dtypeName(q.dtype)) +
              ") per device");
+      inputs[slot].push_back(std::move(r));
     }
   }
+  for (const auto &[slot, regions] : req.inputRegions) {
+    const Param &q = paramFor(slot, regions.size(), "--inputs");
+    if (inputs.count(slot)) fail("slot " + std::to_string(slot) + " is given twice");
+    for (const InputRegion &r : regions)
+      if (r.size != static_cast<uint64_t>(q.bytes))
+        fail("--inputs: " + std::to_string(r.size) + " bytes of " + quote(r.path) + " for slot " + std::to_string(slot) +
+             ", which holds " + std::to_string(q.bytes) + " bytes per device");
+    inputs[slot] = regions;
+  }
   for (const Param &q : m.params)
-    if (q.role != Role::Output && !req.inputFiles.count(q.slot))
+    if (q.role != Role::Output && !inputs.count(q.slot))
       fail("slot " + std::to_string(q.slot) + " is an " + std::string(manifest::roleName(q.role)) + " of the function: pass --input " +
            std::to_string(q.slot) + "=FILE" + (q.devices.size() > 1 ? "[,FILE...] (one per device)" : ""));
   for (const auto &[slot, files] : req.outputFiles) paramFor(slot, files.size(), "--output");

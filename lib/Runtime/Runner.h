@@ -14,15 +14,30 @@
 #include <cstdint>
 #include <iosfwd>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace uopc {
 
+/// Where an input's bytes are: `size` bytes of the file `path` from `offset` (an --input file: all of it;
+/// a tensor of an --inputs safetensors file: its data). They are read straight into the parameter's buffer
+/// at each load: a network's weights are read once, not copied through temporary files and strings.
+/// A pipe's contents (an --input that is not a regular file) are read once and held in `held` instead.
+struct InputRegion {
+  std::string path;
+  uint64_t offset = 0, size = 0;
+  std::shared_ptr<const std::string> held;
+  bool operator==(const InputRegion &) const = default;
+};
+
 struct ManifestRunRequest {
   std::string manifestPath;
   /// slot -> files, one per device of the slot, in the order of its devices.
   std::map<int64_t, std::vector<std::string>> inputFiles, outputFiles;
+  /// slot -> regions of files, one per device (--inputs: safetensors::bindInputs); a slot is given here or
+  /// in inputFiles, not both.
+  std::map<int64_t, std::vector<InputRegion>> inputRegions;
   std::map<std::string, int64_t> vars;
   int bench = 0; ///< > 0: after the run, run the steps this many more times and print their times
   /// CPU targets: threads that share a kernel's split loop (0: one per core of this machine). Results do

@@ -49,14 +49,6 @@ std::string readWhole(const std::string &path) {
   return ss.str();
 }
 
-void writeWhole(const std::string &path, const std::string &data) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f) fail(path + ": cannot open for writing");
-  f.write(data.data(), static_cast<std::streamsize>(data.size()));
-  f.close();
-  if (!f) fail(path + ": cannot write");
-}
-
 /// Reads exactly n bytes at `offset`; false when the file ends first or a read fails.
 bool preadAll(int fd, char *out, uint64_t n, uint64_t offset) {
   while (n > 0) {
@@ -316,12 +308,13 @@ std::vector<ParamBinding> manifestParams(const std::string &manifestPath) {
   return out;
 }
 
-void bindInputs(const std::string &manifestPath, const std::string &file, const std::string &dir,
-                std::map<int64_t, std::vector<std::string>> &inputFiles) {
+void bindInputs(const std::string &manifestPath, const std::string &file,
+                const std::map<int64_t, std::vector<std::string>> &given,
+                std::map<int64_t, std::vector<InputRegion>> &regions) {
   Reader tensors(file);
   for (const ParamBinding &p : manifestParams(manifestPath)) {
-    if (p.role == "output" || inputFiles.count(p.slot)) continue;
-    std::vector<std::string> files;
+    if (p.role == "output" || given.count(p.slot)) continue;
+    std::vector<InputRegion> files;
     for (size_t d = 0; d < p.devices; ++d) {
       std::string name = p.tensorName(d);
       auto it = tensors.tensors().find(name);
@@ -335,10 +328,9 @@ void bindInputs(const std::string &manifestPath, const std::string &file, const 
       if (bytes != static_cast<uint64_t>(p.bytes))
         fail("--inputs " + file + ": tensor " + quote(name) + " has " + std::to_string(bytes) + " bytes, slot " +
              std::to_string(p.slot) + " holds " + std::to_string(p.bytes) + " per device");
-      files.push_back(dir + "/in.slot" + std::to_string(p.slot) + ".dev" + std::to_string(d) + ".bin");
-      writeWhole(files.back(), tensors.read(name));
+      files.push_back({file, tensors.fileOffset(name), bytes, nullptr});
     }
-    inputFiles[p.slot] = files;
+    regions[p.slot] = files;
   }
 }
 

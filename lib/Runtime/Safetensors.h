@@ -11,6 +11,8 @@
 // same checks and messages.
 #pragma once
 
+#include "Runtime/Runner.h"
+
 #include <cstdint>
 #include <map>
 #include <string>
@@ -54,6 +56,8 @@ public:
   const std::map<std::string, TensorInfo> &tensors() const { return tensors_; }
   /// The bytes of tensor `name` (a key of tensors()), read from the file.
   std::string read(const std::string &name) const;
+  /// Where the bytes of tensor `name` (a key of tensors()) start in the file.
+  uint64_t fileOffset(const std::string &name) const { return dataStart_ + tensors_.at(name).begin; }
 
 private:
   std::string path_;
@@ -89,11 +93,12 @@ struct ParamBinding {
 };
 std::vector<ParamBinding> manifestParams(const std::string &manifestPath);
 
-/// --inputs FILE: writes each input (and inout) parameter's tensors to raw files under `dir` and adds them
-/// to inputFiles (a slot already given by --input is left alone). A missing tensor, or one of another dtype
-/// or size, is an Error naming it.
-void bindInputs(const std::string &manifestPath, const std::string &file, const std::string &dir,
-                std::map<int64_t, std::vector<std::string>> &inputFiles);
+/// --inputs FILE: adds each input (and inout) parameter's tensors, as regions of FILE (read straight into
+/// the parameter's buffer when the run loads its inputs), to `regions` (a slot in `given`, by --input, is
+/// left alone). A missing tensor, or one of another dtype or size, is an Error naming it.
+void bindInputs(const std::string &manifestPath, const std::string &file,
+                const std::map<int64_t, std::vector<std::string>> &given,
+                std::map<int64_t, std::vector<InputRegion>> &regions);
 /// --outputs FILE: adds a raw output file under `dir` for every written (output, inout) parameter not
 /// already in outputFiles; returns the slots to pack.
 std::vector<ParamBinding> bindOutputs(const std::string &manifestPath, const std::string &dir,

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace uopc {
 
@@ -21,12 +22,21 @@ public:
   KernelJit(const KernelJit &) = delete;
   KernelJit &operator=(const KernelJit &) = delete;
 
-  /// Parses and adds one module of textual IR (`what` names it in messages). Throws uopc::Error.
+  /// Adds one module of textual IR (`what` names it in messages), parsed by the next entries().
   void addModule(const std::string &irText, const std::string &what);
 
-  /// A trampoline `void (void **bufs, const int64_t *vars)` calling `void symbol(ptr x nbufs, i64 x nvars)`
-  /// with bufs[0..nbufs) and vars[0..nvars), compiled now. Throws uopc::Error when the symbol is missing.
-  Entry entry(const std::string &symbol, size_t nbufs, size_t nvars);
+  /// A kernel to call: `void symbol(ptr x nbufs, i64 x nvars)`.
+  struct EntrySpec {
+    std::string symbol;
+    size_t nbufs = 0, nvars = 0;
+  };
+  /// Per spec, a trampoline `void (void **bufs, const int64_t *vars)` calling its kernel with
+  /// bufs[0..nbufs) and vars[0..nvars), compiled now, with every module added so far: the modules parsed
+  /// and compiled on as many threads as the machine has cores (a network's kernels are independent).
+  /// Throws uopc::Error when a module does not parse or a symbol is missing.
+  std::vector<Entry> entries(const std::vector<EntrySpec> &specs);
+  /// One entry (entries of one spec).
+  Entry entry(const std::string &symbol, size_t nbufs, size_t nvars) { return entries({{symbol, nbufs, nvars}}).front(); }
 
 private:
   struct Impl;

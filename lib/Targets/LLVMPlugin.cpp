@@ -107,9 +107,9 @@ void KernelJit::addModule(const std::string &irText, const std::string &what) {
   rethrow(error);
 }
 
-KernelJit::Entry KernelJit::entry(const std::string &symbol, size_t nbufs, size_t nvars) {
+std::vector<KernelJit::Entry> KernelJit::entries(const std::vector<EntrySpec> &specs) {
   std::string error;
-  KernelJit::Entry e = llvmPlugin().jitEntry(impl->engine, symbol, nbufs, nvars, error);
+  std::vector<KernelJit::Entry> e = llvmPlugin().jitEntries(impl->engine, specs, error);
   rethrow(error);
   return e;
 }

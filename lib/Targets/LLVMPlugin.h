@@ -19,7 +19,7 @@
 namespace uopc {
 
 struct LLVMPluginApi {
-  static constexpr int kVersion = 2;
+  static constexpr int kVersion = 3;
   int version = kVersion;
   EmittedLLVMKernel (*emit)(Context &, const UOp *, int64_t, std::string_view, const LLVMEmitOptions &,
                             std::string &error) = nullptr;
@@ -28,7 +28,7 @@ struct LLVMPluginApi {
   void *(*jitCreate)(const std::string &cpu, std::string &error) = nullptr;
   void (*jitDestroy)(void *) = nullptr;
   void (*jitAddModule)(void *, const std::string &, const std::string &, std::string &error) = nullptr;
-  KernelJit::Entry (*jitEntry)(void *, const std::string &, size_t, size_t, std::string &error) = nullptr;
+  std::vector<KernelJit::Entry> (*jitEntries)(void *, const std::vector<KernelJit::EntrySpec> &, std::string &error) = nullptr;
 };
 
 /// The loaded plugin's table (loads it once). Throws uopc::Error naming the path when it cannot.

@@ -99,10 +99,11 @@ int main(int argc, char **argv) {
       mr.vars = req.vars;
       mr.bench = bench;
       mr.threads = threads;
-      // --inputs/--outputs: safetensors unpacked to and packed from raw files in a private temporary folder
+      // --inputs: tensors read from the file into the buffers; --outputs: packed from raw files in a
+      // private temporary folder
       std::string tmp;
       std::vector<uopc::safetensors::ParamBinding> packed;
-      if (!stInputs.empty() || !stOutputs.empty()) {
+      if (!stOutputs.empty()) {
         std::string tmpl = (std::filesystem::temp_directory_path() / "uopc-run-st-XXXXXX").string();
         if (!mkdtemp(tmpl.data())) throw uopc::Error("cannot make a temporary folder for --inputs/--outputs");
         tmp = tmpl;
@@ -114,7 +115,7 @@ int main(int argc, char **argv) {
           if (!dir.empty()) std::filesystem::remove_all(dir, ec);
         }
       } cleanup{tmp};
-      if (!stInputs.empty()) uopc::safetensors::bindInputs(manifest, stInputs, tmp, mr.inputFiles);
+      if (!stInputs.empty()) uopc::safetensors::bindInputs(manifest, stInputs, mr.inputFiles, mr.inputRegions);
       if (!stOutputs.empty()) packed = uopc::safetensors::bindOutputs(manifest, tmp, mr.outputFiles);
       uopc::runManifest(mr, std::cout);
       if (!stOutputs.empty()) uopc::safetensors::packOutputs(packed, mr.outputFiles, stOutputs);

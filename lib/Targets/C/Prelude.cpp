@@ -8,18 +8,19 @@ namespace {
 
 struct HelperText {
   Helper h;
+  const char *guard; ///< its text is wrapped in #ifndef UOPC_HELPER_<guard>: defined once per translation unit
   std::vector<Helper> deps;
   const char *text;
 };
 
 // Order matters: a helper comes after the helpers it calls.
 const HelperText kHelpers[] = {
-    {Helper::Bits, {}, R"(UOPC_FN uint64_t uopc_bits64(double x) { uint64_t u; memcpy(&u, &x, 8); return u; }
+    {Helper::Bits, "BITS", {}, R"(UOPC_FN uint64_t uopc_bits64(double x) { uint64_t u; memcpy(&u, &x, 8); return u; }
 UOPC_FN double uopc_from_bits64(uint64_t u) { double x; memcpy(&x, &u, 8); return x; }
 UOPC_FN uint32_t uopc_bits32(float x) { uint32_t u; memcpy(&u, &x, 4); return u; }
 UOPC_FN float uopc_from_bits32(uint32_t u) { float x; memcpy(&x, &u, 4); return x; }
 )"},
-    {Helper::F16Bits, {}, R"(/* float16 bits of x, round to nearest even (overflow gives inf) */
+    {Helper::F16Bits, "F16_BITS", {}, R"(/* float16 bits of x, round to nearest even (overflow gives inf) */
 UOPC_FN uint16_t uopc_f16_bits(double x) {
   uint16_t sign = signbit(x) ? 0x8000 : 0;
   if (isnan(x)) return sign | 0x7e00;
@@ -37,47 +38,47 @@ UOPC_FN uint16_t uopc_f16_bits(double x) {
   return sign | (uint16_t)((e - 1 + 15) << 10) | (uint16_t)(ldexp(r, -(e - 1)) * 1024.0 - 1024.0);
 }
 )"},
-    {Helper::F16Value, {}, R"(UOPC_FN float uopc_f16_value(uint16_t h) {
+    {Helper::F16Value, "F16_VALUE", {}, R"(UOPC_FN float uopc_f16_value(uint16_t h) {
   int ex = (h >> 10) & 0x1f, mant = h & 0x3ff;
   float v = ex == 0 ? ldexpf((float)mant, -24) : ex == 31 ? (mant ? NAN : INFINITY) : ldexpf((float)(1024 + mant), ex - 25);
   return (h & 0x8000) ? -v : v;
 }
 )"},
-    {Helper::RoundF16, {Helper::F16Bits, Helper::F16Value},
+    {Helper::RoundF16, "ROUND_F16", {Helper::F16Bits, Helper::F16Value},
      "UOPC_FN float uopc_round_f16(double x) { return uopc_f16_value(uopc_f16_bits(x)); }\n"},
-    {Helper::BF16Bits, {Helper::Bits}, R"(/* tinygrad's float_to_bf16 */
+    {Helper::BF16Bits, "BF16_BITS", {Helper::Bits}, R"(/* tinygrad's float_to_bf16 */
 UOPC_FN uint16_t uopc_bf16_bits(float x) {
   uint32_t u = uopc_bits32(x);
   if (isfinite(x)) u = u + 0x7FFFu + ((u >> 16) & 1u);
   return (uint16_t)(u >> 16);
 }
 )"},
-    {Helper::BF16Value, {Helper::Bits},
+    {Helper::BF16Value, "BF16_VALUE", {Helper::Bits},
      "UOPC_FN float uopc_bf16_value(uint16_t h) { return uopc_from_bits32((uint32_t)h << 16); }\n"},
-    {Helper::RoundBF16, {Helper::Bits}, R"(UOPC_FN float uopc_round_bf16(float x) {
+    {Helper::RoundBF16, "ROUND_BF16", {Helper::Bits}, R"(UOPC_FN float uopc_round_bf16(float x) {
   if (!isfinite(x)) return x;
   uint32_t u = uopc_bits32(x);
   return uopc_from_bits32((u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u);
 }
 )"},
-    {Helper::CvtI32, {}, R"(/* float to int as x86-64 cvttsd2si (32-bit): INT32_MIN for NaN and out of range */
+    {Helper::CvtI32, "CVT_I32", {}, R"(/* float to int as x86-64 cvttsd2si (32-bit): INT32_MIN for NaN and out of range */
 UOPC_FN int64_t uopc_cvt_i32(double x) {
   double t = trunc(x);
   return (t >= -2147483648.0 && t < 2147483648.0) ? (int64_t)t : (int64_t)INT32_MIN;
 }
 )"},
-    {Helper::CvtI64, {}, R"(UOPC_FN int64_t uopc_cvt_i64(double x) {
+    {Helper::CvtI64, "CVT_I64", {}, R"(UOPC_FN int64_t uopc_cvt_i64(double x) {
   double t = trunc(x);
   return (t >= -9223372036854775808.0 && t < 9223372036854775808.0) ? (int64_t)t : INT64_MIN;
 }
 )"},
-    {Helper::CvtU64, {Helper::CvtI64}, R"(UOPC_FN uint64_t uopc_cvt_u64(double x) {
+    {Helper::CvtU64, "CVT_U64", {Helper::CvtI64}, R"(UOPC_FN uint64_t uopc_cvt_u64(double x) {
   double t = trunc(x);
   if (t >= 9223372036854775808.0 && t < 18446744073709551616.0) return (uint64_t)t;
   return (uint64_t)uopc_cvt_i64(t);
 }
 )"},
-    {Helper::IntDiv, {}, R"(/* integer division and modulo: x//0 = 0, x%0 = x, no overflow trap */
+    {Helper::IntDiv, "INT_DIV", {}, R"(/* integer division and modulo: x//0 = 0, x%0 = x, no overflow trap */
 UOPC_FN int64_t uopc_floordiv_s(int64_t a, int64_t b) {
   if (b == 0) return 0;
   if (b == -1) return (int64_t)(0 - (uint64_t)a);
@@ -95,7 +96,7 @@ UOPC_FN int64_t uopc_cmod_s(int64_t a, int64_t b) { return b == 0 ? a : b == -1 
 UOPC_FN uint64_t uopc_div_u(uint64_t a, uint64_t b) { return b == 0 ? 0 : a / b; }
 UOPC_FN uint64_t uopc_mod_u(uint64_t a, uint64_t b) { return b == 0 ? a : a % b; }
 )"},
-    {Helper::Shift, {}, R"(UOPC_FN uint64_t uopc_shl(uint64_t a, uint64_t b, int is_signed) {
+    {Helper::Shift, "SHIFT", {}, R"(UOPC_FN uint64_t uopc_shl(uint64_t a, uint64_t b, int is_signed) {
   return ((is_signed && (int64_t)b < 0) || b >= 64) ? 0 : a << b;
 }
 UOPC_FN uint64_t uopc_shr_u(uint64_t a, uint64_t b) { return b >= 64 ? 0 : a >> b; }
@@ -108,7 +109,7 @@ UOPC_FN int64_t uopc_shr_s(int64_t a, int64_t b) {
     // glibc's libmvec has vector versions of libm's float functions: declared `omp declare simd`, a loop
     // calling them can still vectorize (a matmul column loop ending in gelu). uopc-run links -lmvec;
     // elsewhere these are the plain declarations of <math.h>.
-    {Helper::SimdMath, {}, R"(#if defined(UOPC_OMP_SIMD) && defined(__x86_64__) && defined(__GLIBC__)
+    {Helper::SimdMath, "SIMD_MATH", {}, R"(#if defined(UOPC_OMP_SIMD) && defined(__x86_64__) && defined(__GLIBC__)
 #pragma omp declare simd notinbranch
 float exp2f(float);
 #pragma omp declare simd notinbranch
@@ -121,13 +122,13 @@ float powf(float, float);
 )"},
     // a loop of independent lanes (an UPCAST range: Targets/KernelABI.h's independentLaneLoops), vectorized
     // as a loop rather than unrolled first (gcc then vectorizes a max, which it does not once unrolled)
-    {Helper::SimdLanes, {}, R"(#if defined(UOPC_OMP_SIMD)
+    {Helper::SimdLanes, "SIMD_LANES", {}, R"(#if defined(UOPC_OMP_SIMD)
 #define UOPC_SIMD_LANES _Pragma("omp simd")
 #else
 #define UOPC_SIMD_LANES
 #endif
 )"},
-    {Helper::IntPow, {}, R"(UOPC_FN uint64_t uopc_ipow(int64_t base, int64_t e) {
+    {Helper::IntPow, "INT_POW", {}, R"(UOPC_FN uint64_t uopc_ipow(int64_t base, int64_t e) {
   if (e < 0) return base == 1 ? 1 : base == -1 ? ((e & 1) ? (uint64_t)-1 : 1) : 0;
   uint64_t r = 1, b = (uint64_t)base;
   for (uint64_t k = (uint64_t)e; k; k >>= 1) {
@@ -137,12 +138,12 @@ float powf(float, float);
   return r;
 }
 )"},
-    {Helper::FloatDiv, {}, R"(UOPC_FN double uopc_floordiv_f(double x, double y) { return y == 0 ? 0.0 : floor(x / y); }
+    {Helper::FloatDiv, "FLOAT_DIV", {}, R"(UOPC_FN double uopc_floordiv_f(double x, double y) { return y == 0 ? 0.0 : floor(x / y); }
 UOPC_FN double uopc_floormod_f(double x, double y) { return y == 0 ? x : x - floor(x / y) * y; }
 UOPC_FN double uopc_cdiv_f(double x, double y) { return y == 0 ? 0.0 : trunc(x / y); }
 UOPC_FN double uopc_cmod_f(double x, double y) { return y == 0 ? x : x - trunc(x / y) * y; }
 )"},
-    {Helper::Threefry, {}, R"(/* tinygrad's threefry2x32 */
+    {Helper::Threefry, "THREEFRY", {}, R"(/* tinygrad's threefry2x32 */
 UOPC_FN uint32_t uopc_rotl32(uint32_t v, int r) { return (v << r) | (v >> (32 - r)); }
 UOPC_FN uint64_t uopc_threefry(uint64_t x, uint64_t key) {
   static const int rot[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
@@ -163,7 +164,7 @@ UOPC_FN uint64_t uopc_threefry(uint64_t x, uint64_t key) {
 )"},
     // an UNROLL range's loop (the optimizer's unroll:R:N, tinygrad's UNROLL): the loop of N iterations run as N
     // copies of its body
-    {Helper::Unroll, {}, R"(#if defined(__GNUC__)
+    {Helper::Unroll, "UNROLL", {}, R"(#if defined(__GNUC__)
 #define UOPC_PRAGMA(x) _Pragma(#x)
 #define UOPC_UNROLL(n) UOPC_PRAGMA(GCC unroll n)
 #else
@@ -186,8 +187,11 @@ std::string preludeText(const std::set<Helper> &used) {
   // clang warns about unused static inline functions in the main file: a helper group may be half used
   std::string out = "#if defined(__GNUC__)\n#define UOPC_FN static inline __attribute__((unused))\n#else\n"
                     "#define UOPC_FN static inline\n#endif\n";
+  // each helper guarded: kernel files concatenated into one translation unit (uopc-run's build, a
+  // library) define each helper once
   for (const HelperText &t : kHelpers)
-    if (all.count(t.h)) out += t.text;
+    if (all.count(t.h))
+      out += std::string("#ifndef UOPC_HELPER_") + t.guard + "\n#define UOPC_HELPER_" + t.guard + "\n" + t.text + "#endif\n";
   return out;
 }
 

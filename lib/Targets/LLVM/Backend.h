@@ -20,7 +20,7 @@ public:
   explicit JitEngine(const std::string &cpu);
   ~JitEngine();
   void addModule(const std::string &irText, const std::string &what);
-  KernelJit::Entry entry(const std::string &symbol, size_t nbufs, size_t nvars);
+  std::vector<KernelJit::Entry> entries(const std::vector<KernelJit::EntrySpec> &specs);
 
 private:
   struct Impl;

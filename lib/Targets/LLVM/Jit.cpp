@@ -6,6 +6,7 @@
 #include "Targets/LLVM/Machines.h"
 
 #include <llvm/AsmParser/Parser.h>
+#include <llvm/ExecutionEngine/Orc/CompileUtils.h>
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
@@ -20,7 +21,11 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/TargetParser/SubtargetFeature.h>
 
+#include <algorithm>
+#include <atomic>
 #include <mutex>
+#include <optional>
+#include <thread>
 
 namespace uopc::llvmbackend {
 
@@ -35,8 +40,17 @@ std::string message(llvm::Error e) {
 
 struct JitEngine::Impl {
   std::unique_ptr<llvm::orc::LLJIT> jit;
+  std::optional<llvm::orc::JITTargetMachineBuilder> machine; ///< what each compiling thread builds its own machine from
   size_t entries = 0;
+  /// modules added since the last entries(): their text and name, parsed there
+  std::vector<std::pair<std::string, std::string>> pending;
 };
+
+/// The threads that parse and compile a batch of modules: one per core, at most 16.
+unsigned jitThreads() {
+  unsigned n = std::thread::hardware_concurrency();
+  return std::max(1u, std::min(n ? n : 1u, 16u));
+}
 
 JitEngine::JitEngine(const std::string &cpu) : impl(std::make_unique<Impl>()) {
   static std::once_flag once;
@@ -53,6 +67,7 @@ JitEngine::JitEngine(const std::string &cpu) : impl(std::make_unique<Impl>()) {
     jtmb->getFeatures() = llvm::SubtargetFeatures(); // that CPU's own features, not this machine's
   }
   jtmb->setCodeGenOptLevel(llvm::CodeGenOptLevel::Default);
+  impl->machine = *jtmb;
   auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(*jtmb)).create();
   if (!jit) fail("LLVM JIT: cannot start: " + message(jit.takeError()));
   impl->jit = std::move(*jit);
@@ -70,7 +85,18 @@ JitEngine::JitEngine(const std::string &cpu) : impl(std::make_unique<Impl>()) {
 
 JitEngine::~JitEngine() = default;
 
-void JitEngine::addModule(const std::string &irText, const std::string &what) {
+void JitEngine::addModule(const std::string &irText, const std::string &what) { impl->pending.emplace_back(irText, what); }
+
+namespace {
+/// A module of textual IR parsed, verified and compiled to an object in a context and with a target machine
+/// of its own (nothing shared: many at once, one per thread).
+struct Parsed {
+  std::unique_ptr<llvm::MemoryBuffer> object;
+  std::string error;
+};
+Parsed compileModule(const std::string &irText, const std::string &what, llvm::orc::JITTargetMachineBuilder machine,
+                     const llvm::DataLayout &layout) {
+  Parsed p;
   auto ctx = std::make_unique<llvm::LLVMContext>();
   llvm::SMDiagnostic diag;
   std::unique_ptr<llvm::Module> m = llvm::parseAssembly(llvm::MemoryBufferRef(irText, what), diag, *ctx);
@@ -79,41 +105,91 @@ void JitEngine::addModule(const std::string &irText, const std::string &what) {
     llvm::raw_string_ostream os(s);
     diag.print(nullptr, os, false, false); // FILE:LINE:COL: error: MESSAGE
     s = os.str();
-    fail("LLVM JIT: cannot parse " + s.substr(0, s.find('\n')));
+    p.error = "LLVM JIT: cannot parse " + s.substr(0, s.find('\n'));
+    return p;
   }
   std::string err;
   llvm::raw_string_ostream es(err);
-  if (llvm::verifyModule(*m, &es)) fail("LLVM JIT: '" + what + "' does not verify: " + es.str());
-  m->setDataLayout(impl->jit->getDataLayout());
-  if (auto e = impl->jit->addIRModule(llvm::orc::ThreadSafeModule(std::move(m), std::move(ctx))))
-    fail("LLVM JIT: cannot add '" + what + "': " + message(std::move(e)));
+  if (llvm::verifyModule(*m, &es)) {
+    p.error = "LLVM JIT: '" + what + "' does not verify: " + es.str();
+    return p;
+  }
+  m->setDataLayout(layout);
+  auto tm = machine.createTargetMachine();
+  if (!tm) {
+    p.error = "LLVM JIT: cannot target this machine: " + message(tm.takeError());
+    return p;
+  }
+  llvm::orc::SimpleCompiler compile(**tm);
+  auto object = compile(*m);
+  if (!object) p.error = "LLVM JIT: cannot compile '" + what + "': " + message(object.takeError());
+  else p.object = std::move(*object);
+  return p;
 }
+} // namespace
 
-KernelJit::Entry JitEngine::entry(const std::string &symbol, size_t nbufs, size_t nvars) {
+std::vector<KernelJit::Entry> JitEngine::entries(const std::vector<KernelJit::EntrySpec> &specs) {
+  // the pending modules, parsed and compiled on jitThreads() threads (each takes the next module), then
+  // linked in order (ORC's own concurrent compilation crashed in LLVM 19: each thread here has its own
+  // context and target machine, as SimpleCompiler needs)
+  std::vector<Parsed> parsed(impl->pending.size());
+  {
+    std::atomic<size_t> next{0};
+    const llvm::DataLayout layout = impl->jit->getDataLayout();
+    auto work = [&] {
+      for (size_t i; (i = next++) < parsed.size();)
+        parsed[i] = compileModule(impl->pending[i].first, impl->pending[i].second, *impl->machine, layout);
+    };
+    std::vector<std::thread> pool;
+    for (unsigned t = 1; t < std::min<size_t>(jitThreads(), parsed.size()); ++t) pool.emplace_back(work);
+    work();
+    for (std::thread &t : pool) t.join();
+  }
+  std::vector<std::pair<std::string, std::string>> pending = std::move(impl->pending);
+  impl->pending.clear();
+  for (size_t i = 0; i < parsed.size(); ++i) {
+    if (!parsed[i].error.empty()) fail(parsed[i].error);
+    if (auto e = impl->jit->addObjectFile(std::move(parsed[i].object)))
+      fail("LLVM JIT: cannot add '" + pending[i].second + "': " + message(std::move(e)));
+  }
+  if (specs.empty()) return {};
+  // one module of trampolines, each calling its kernel with its arguments spread out
   auto ctx = std::make_unique<llvm::LLVMContext>();
-  auto m = std::make_unique<llvm::Module>("uopc_entry", *ctx);
+  auto m = std::make_unique<llvm::Module>("uopc_entries", *ctx);
   m->setDataLayout(impl->jit->getDataLayout());
   llvm::IRBuilder<> b(*ctx);
-  std::vector<llvm::Type *> params(nbufs, b.getPtrTy());
-  params.insert(params.end(), nvars, b.getInt64Ty());
-  auto *kty = llvm::FunctionType::get(b.getVoidTy(), params, false);
-  llvm::FunctionCallee kernel = m->getOrInsertFunction(symbol, kty);
-  std::string name = "uopc_entry_" + std::to_string(impl->entries++) + "_" + symbol;
-  auto *ety = llvm::FunctionType::get(b.getVoidTy(), {b.getPtrTy(), b.getPtrTy()}, false);
-  auto *f = llvm::Function::Create(ety, llvm::Function::ExternalLinkage, name, *m);
-  b.SetInsertPoint(llvm::BasicBlock::Create(*ctx, "entry", f));
-  std::vector<llvm::Value *> args;
-  for (size_t i = 0; i < nbufs; ++i)
-    args.push_back(b.CreateLoad(b.getPtrTy(), b.CreateConstInBoundsGEP1_64(b.getPtrTy(), f->getArg(0), i)));
-  for (size_t i = 0; i < nvars; ++i)
-    args.push_back(b.CreateLoad(b.getInt64Ty(), b.CreateConstInBoundsGEP1_64(b.getInt64Ty(), f->getArg(1), i)));
-  b.CreateCall(kernel, args);
-  b.CreateRetVoid();
+  std::vector<std::string> names;
+  for (const KernelJit::EntrySpec &spec : specs) {
+    std::vector<llvm::Type *> params(spec.nbufs, b.getPtrTy());
+    params.insert(params.end(), spec.nvars, b.getInt64Ty());
+    auto *kty = llvm::FunctionType::get(b.getVoidTy(), params, false);
+    llvm::FunctionCallee kernel = m->getOrInsertFunction(spec.symbol, kty);
+    names.push_back("uopc_entry_" + std::to_string(impl->entries++) + "_" + spec.symbol);
+    auto *ety = llvm::FunctionType::get(b.getVoidTy(), {b.getPtrTy(), b.getPtrTy()}, false);
+    auto *f = llvm::Function::Create(ety, llvm::Function::ExternalLinkage, names.back(), *m);
+    b.SetInsertPoint(llvm::BasicBlock::Create(*ctx, "entry", f));
+    std::vector<llvm::Value *> args;
+    for (size_t i = 0; i < spec.nbufs; ++i)
+      args.push_back(b.CreateLoad(b.getPtrTy(), b.CreateConstInBoundsGEP1_64(b.getPtrTy(), f->getArg(0), i)));
+    for (size_t i = 0; i < spec.nvars; ++i)
+      args.push_back(b.CreateLoad(b.getInt64Ty(), b.CreateConstInBoundsGEP1_64(b.getInt64Ty(), f->getArg(1), i)));
+    b.CreateCall(kernel, args);
+    b.CreateRetVoid();
+  }
   if (auto e = impl->jit->addIRModule(llvm::orc::ThreadSafeModule(std::move(m), std::move(ctx))))
-    fail("LLVM JIT: cannot add the entry of '" + symbol + "': " + message(std::move(e)));
-  auto addr = impl->jit->lookup(name);
-  if (!addr) fail("LLVM JIT: cannot compile the kernel '" + symbol + "': " + message(addr.takeError()));
-  return addr->toPtr<KernelJit::Entry>();
+    fail("LLVM JIT: cannot add the kernels' entries: " + message(std::move(e)));
+  // one lookup of every entry (the trampolines' module compiled here; the kernels' objects linked)
+  llvm::orc::SymbolLookupSet wanted;
+  std::vector<llvm::orc::SymbolStringPtr> interned;
+  for (const std::string &n : names) {
+    interned.push_back(impl->jit->mangleAndIntern(n));
+    wanted.add(interned.back());
+  }
+  auto found = impl->jit->getExecutionSession().lookup(llvm::orc::makeJITDylibSearchOrder(&impl->jit->getMainJITDylib()), std::move(wanted));
+  if (!found) fail("LLVM JIT: cannot compile the kernels: " + message(found.takeError()));
+  std::vector<KernelJit::Entry> out;
+  for (const llvm::orc::SymbolStringPtr &n : interned) out.push_back(found->at(n).getAddress().toPtr<KernelJit::Entry>());
+  return out;
 }
 
 } // namespace uopc::llvmbackend

@@ -47,8 +47,8 @@ extern "C" __attribute__((visibility("default"))) const LLVMPluginApi *uopc_llvm
     a.jitAddModule = [](void *e, const std::string &ir, const std::string &what, std::string &error) {
       guarded(error, [&] { static_cast<JitEngine *>(e)->addModule(ir, what); });
     };
-    a.jitEntry = [](void *e, const std::string &symbol, size_t nbufs, size_t nvars, std::string &error) {
-      return guarded(error, [&] { return static_cast<JitEngine *>(e)->entry(symbol, nbufs, nvars); });
+    a.jitEntries = [](void *e, const std::vector<KernelJit::EntrySpec> &specs, std::string &error) {
+      return guarded(error, [&] { return static_cast<JitEngine *>(e)->entries(specs); });
     };
     return a;
   }();
