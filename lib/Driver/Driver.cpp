@@ -148,6 +148,9 @@ void emitKernels(Graph &g, const Schedule &s, const TargetInfo &target, const Ba
                  std::vector<KernelArtifact> &artifacts,
                  const std::function<void(const std::string &, const std::string &)> &write) {
   std::map<std::tuple<const UOp *, size_t, int64_t, std::vector<DType>>, size_t> rendered;
+  std::vector<std::pair<size_t, size_t>> repeats; // (step, the step whose kernel it calls)
+  std::vector<size_t> llvmSteps;                  // LLVM and PTX: rendered together, after the loop
+  std::vector<LLVMKernelRequest> llvmRequests;
   for (size_t i = 0; i < s.steps.size(); ++i) {
     const SchedStep &st = s.steps[i];
     if (st.kind != SchedStep::Kind::Kernel) continue;
@@ -161,7 +164,7 @@ void emitKernels(Graph &g, const Schedule &s, const TargetInfo &target, const Ba
     for (const UOp *arg : st.call->src().subspan(1)) argTypes.push_back(arg->dtype);
     auto [it, isNew] = rendered.try_emplace({canonicalBody(*g.ctx, st.call->src(0)), st.device, st.deviceNum, std::move(argTypes)}, i);
     if (!isNew) {
-      a = artifacts[it->second];
+      repeats.emplace_back(i, it->second);
       continue;
     }
     if (target.emitter == Emitter::C) {
@@ -176,12 +179,22 @@ void emitKernels(Graph &g, const Schedule &s, const TargetInfo &target, const Ba
     lo.mapping = target.gpu         ? LLVMEmitOptions::Mapping::PTX
                  : opts.gridOnHost ? LLVMEmitOptions::Mapping::GridOnHost
                                    : LLVMEmitOptions::Mapping::Loops;
-    EmittedLLVMKernel k = emitLLVMKernel(*g.ctx, st.call, st.deviceNum, a.symbol, lo);
+    llvmSteps.push_back(i);
+    llvmRequests.push_back({st.call, st.deviceNum, a.symbol, lo});
+  }
+  // the LLVM modules: optimized and printed on every core (emitLLVMKernels), written in step order
+  std::vector<EmittedLLVMKernel> emitted = llvmRequests.empty() ? std::vector<EmittedLLVMKernel>{} : emitLLVMKernels(*g.ctx, llvmRequests);
+  for (size_t n = 0; n < llvmSteps.size(); ++n) {
+    const SchedStep &st = s.steps[llvmSteps[n]];
+    KernelArtifact &a = artifacts[llvmSteps[n]];
+    const EmittedLLVMKernel &k = emitted[n];
     a.symbol = k.symbol;
     if (k.launch && (k.launch->global != a.global || k.launch->local != a.local))
       fail("kernel " + a.symbol + ": the rendered launch differs from the one in its IR");
     write(a.file, (target.gpu ? k.ptx + "// " : k.ir + "; ") + kernelSignature(st.call) + "\n");
   }
+  // a step whose kernel an earlier step rendered names that step's file and symbol
+  for (auto [i, first] : repeats) artifacts[i] = artifacts[first];
 }
 
 /// --cpu: a name that is safe as a compiler flag's value; the LLVM target also asks LLVM whether it knows it.

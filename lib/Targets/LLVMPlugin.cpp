@@ -75,6 +75,13 @@ EmittedLLVMKernel emitLLVMKernel(Context &ctx, const UOp *kernelCall, int64_t de
   return k;
 }
 
+std::vector<EmittedLLVMKernel> emitLLVMKernels(Context &ctx, const std::vector<LLVMKernelRequest> &requests) {
+  std::string error;
+  std::vector<EmittedLLVMKernel> k = llvmPlugin().emitMany(ctx, requests, error);
+  rethrow(error);
+  return k;
+}
+
 void checkGpuArch(const std::string &arch) {
   std::string error;
   llvmPlugin().checkGpuArch(arch, error);

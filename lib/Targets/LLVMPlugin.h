@@ -19,10 +19,11 @@
 namespace uopc {
 
 struct LLVMPluginApi {
-  static constexpr int kVersion = 3;
+  static constexpr int kVersion = 4;
   int version = kVersion;
   EmittedLLVMKernel (*emit)(Context &, const UOp *, int64_t, std::string_view, const LLVMEmitOptions &,
                             std::string &error) = nullptr;
+  std::vector<EmittedLLVMKernel> (*emitMany)(Context &, const std::vector<LLVMKernelRequest> &, std::string &error) = nullptr;
   void (*checkGpuArch)(const std::string &, std::string &error) = nullptr;
   void (*checkHostCpu)(const std::string &, std::string &error) = nullptr;
   void *(*jitCreate)(const std::string &cpu, std::string &error) = nullptr;

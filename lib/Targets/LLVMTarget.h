@@ -37,6 +37,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace uopc {
 
@@ -69,6 +70,18 @@ struct EmittedLLVMKernel {
 /// Mapping::PTX its PTX. Throws uopc::Error naming the node for what it cannot render, as emitCKernel does.
 EmittedLLVMKernel emitLLVMKernel(Context &ctx, const UOp *kernelCall, int64_t deviceNum, std::string_view name,
                                  const LLVMEmitOptions &options = {});
+
+/// One kernel of emitLLVMKernels: emitLLVMKernel's arguments.
+struct LLVMKernelRequest {
+  const UOp *call = nullptr;
+  int64_t deviceNum = 0;
+  std::string name;
+  LLVMEmitOptions options;
+};
+/// emitLLVMKernel of each request, the same bytes: the modules are built from the graph one after the
+/// other, then optimized and printed on one thread per core (LLVM's -O2 pipeline is nearly all of the
+/// LLVM target's compile time). Throws uopc::Error for the first kernel, in order, that fails.
+std::vector<EmittedLLVMKernel> emitLLVMKernels(Context &ctx, const std::vector<LLVMKernelRequest> &requests);
 
 /// Throws uopc::Error unless `arch` names a processor LLVM's NVPTX backend knows (sm_50 ... sm_90a).
 void checkGpuArch(const std::string &arch);

@@ -11,6 +11,7 @@ namespace uopc::llvmbackend {
 /// LLVMTarget.h's emitLLVMKernel and checkGpuArch, as the plugin implements them.
 EmittedLLVMKernel emitKernel(Context &ctx, const UOp *kernelCall, int64_t deviceNum, std::string_view name,
                              const LLVMEmitOptions &options);
+std::vector<EmittedLLVMKernel> emitKernels(Context &ctx, const std::vector<LLVMKernelRequest> &requests);
 void checkGpuArch(const std::string &arch);
 void checkHostCpu(const std::string &cpu);
 

@@ -34,14 +34,18 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <thread>
 
 namespace uopc::llvmbackend {
 
+// The machines are cached per thread: a target machine is not shared between threads that compile at once
+// (LLVMEmitter.cpp's emitKernels optimizes one module per thread).
 llvm::TargetMachine *hostMachine(const std::string &cpu) {
   static std::mutex mu;
-  static std::map<std::string, std::unique_ptr<llvm::TargetMachine>> machines;
+  static std::map<std::pair<std::string, std::thread::id>, std::unique_ptr<llvm::TargetMachine>> machines;
   std::lock_guard<std::mutex> lock(mu);
-  if (auto it = machines.find(cpu); it != machines.end()) return it->second.get();
+  const auto key = std::make_pair(cpu, std::this_thread::get_id());
+  if (auto it = machines.find(key); it != machines.end()) return it->second.get();
   static std::once_flag once;
   std::call_once(once, [] {
     llvm::InitializeNativeTarget();
@@ -72,14 +76,15 @@ llvm::TargetMachine *hostMachine(const std::string &cpu) {
   std::unique_ptr<llvm::TargetMachine> tm(
       target->createTargetMachine(triple, name, fs, llvm::TargetOptions(), llvm::Reloc::PIC_));
   if (!tm) fail("LLVM target: cannot create a target machine for " + triple);
-  return machines.emplace(cpu, std::move(tm)).first->second.get();
+  return machines.emplace(key, std::move(tm)).first->second.get();
 }
 
 llvm::TargetMachine *nvptxMachine(const std::string &arch) {
   static std::mutex mu;
-  static std::map<std::string, std::unique_ptr<llvm::TargetMachine>> machines;
+  static std::map<std::pair<std::string, std::thread::id>, std::unique_ptr<llvm::TargetMachine>> machines;
   std::lock_guard<std::mutex> lock(mu);
-  if (auto it = machines.find(arch); it != machines.end()) return it->second.get();
+  const auto key = std::make_pair(arch, std::this_thread::get_id());
+  if (auto it = machines.find(key); it != machines.end()) return it->second.get();
   static std::once_flag once;
   std::call_once(once, [] {
     LLVMInitializeNVPTXTargetInfo();
@@ -101,7 +106,7 @@ llvm::TargetMachine *nvptxMachine(const std::string &arch) {
   std::unique_ptr<llvm::TargetMachine> tm(
       target->createTargetMachine(triple, arch, "", llvm::TargetOptions(), std::nullopt));
   if (!tm) fail("PTX target: cannot create an NVPTX target machine for " + arch);
-  return machines.emplace(arch, std::move(tm)).first->second.get();
+  return machines.emplace(key, std::move(tm)).first->second.get();
 }
 
 /// CUDA's libdevice: $UOPC_LIBDEVICE, else the toolkit's copy ("" when there is none).

@@ -17,10 +17,10 @@ namespace uopc::llvmbackend {
 
 /// The host's target machine (for the data layout, the triple and the cost model of the vectorizers):
 /// `cpu` "native" is this machine (its CPU and features), any other name a CPU LLVM knows for the host's
-/// architecture ("x86-64-v3", "skylake", ...), with that CPU's features. Cached per name. Throws
+/// architecture ("x86-64-v3", "skylake", ...), with that CPU's features. Cached per name and thread. Throws
 /// uopc::Error for a CPU LLVM does not know.
 llvm::TargetMachine *hostMachine(const std::string &cpu = "native");
-/// LLVM's NVPTX target machine for one processor (cached: one per arch for the process). Throws
+/// LLVM's NVPTX target machine for one processor (cached: one per arch and thread). Throws
 /// uopc::Error for an architecture NVPTX does not know.
 llvm::TargetMachine *nvptxMachine(const std::string &arch);
 /// Links the libdevice functions the module calls (only those) and makes them internal. `users` names

@@ -34,6 +34,9 @@ extern "C" __attribute__((visibility("default"))) const LLVMPluginApi *uopc_llvm
     LLVMPluginApi a;
     a.emit = [](Context &ctx, const UOp *call, int64_t deviceNum, std::string_view name, const LLVMEmitOptions &o,
                 std::string &error) { return guarded(error, [&] { return emitKernel(ctx, call, deviceNum, name, o); }); };
+    a.emitMany = [](Context &ctx, const std::vector<LLVMKernelRequest> &requests, std::string &error) {
+      return guarded(error, [&] { return emitKernels(ctx, requests); });
+    };
     a.checkGpuArch = [](const std::string &arch, std::string &error) {
       guarded(error, [&] { llvmbackend::checkGpuArch(arch); });
     };
