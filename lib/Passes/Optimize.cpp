@@ -499,7 +499,18 @@ std::optional<std::vector<Opt>> chooseChannelTile(Context &c, const Shape &s,
       if (fine && moves) ra = b;
     }
     if (!ra) continue;
-    int64_t budget = 448 / (lanes * static_cast<int64_t>(s.reduces.size()));
+    // (the accumulators of reductions over different loops are not live at once: linearize runs each
+    // reduction's loop to its end before the next begins, a finished one waiting in memory for the store;
+    // only reductions over the same loops share the registers: a residual's main and downsample branches
+    // get a whole tile each)
+    std::map<std::vector<const UOp *>, int64_t> together;
+    int64_t live = 1;
+    for (const UOp *red : s.reduces) {
+      std::vector<const UOp *> loops(red->src().begin() + 1, red->src().end());
+      std::sort(loops.begin(), loops.end());
+      live = std::max(live, ++together[loops]);
+    }
+    int64_t budget = 448 / (lanes * live);
     // a row of 7 keeps its borders in the tile, gated: its border pieces of one lane would be 2/7 of the work,
     // each streaming the whole weight panel once per pixel (ResNet-50's 7x7 3x3 convolution, 512 channels,
     // one thread: 4.5 ms whole, 5.5 split); from 14 on the borders are cut off (14x14, 256 channels: 6.0 ms
