@@ -1,0 +1,665 @@
+//===- Choose.cpp - the optimize pass's choice at level 2: which opts a kernel gets ===//
+// Per kernel shape (Opts.h), the opts Optimize.cpp's file comment describes: a padded loop's interior and
+// borders, a concatenation's seams, a grouped convolution's blocks, the channel tile of convolutions (weights
+// re-laid out once), the vector tile of a matmul-like reduction with its reuse axis, strips of column walks,
+// partial accumulators, unrolls and packed panels. docs/lowering.md has what each was measured to do.
+#include "Passes/Optimize/Opts.h"
+
+#include "IR/Error.h"
+#include "IR/Kernel.h"
+#include "IR/Range.h"
+#include "IR/Records.h"
+#include "Passes/Passes.h"
+#include "Passes/Rewrite.h"
+#include "Passes/Symbolic/Symbolic.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <numeric>
+#include <set>
+#include <tuple>
+#include <unordered_set>
+
+namespace uopc::optimize {
+namespace {
+
+/// Where a read's conditions hold: its gates and the condition of a WHERE(c, i, Invalid) index.
+/// The clauses of the ANDs in `work`, sorted and without repeats.
+std::vector<const UOp *> andClauses(std::vector<const UOp *> work) {
+  std::vector<const UOp *> conds;
+  while (!work.empty()) {
+    const UOp *g = work.back();
+    work.pop_back();
+    if (g->op == Op::AND && g->dtype == DType::Bool) work.insert(work.end(), {g->src(0), g->src(1)});
+    else conds.push_back(g);
+  }
+  std::sort(conds.begin(), conds.end());
+  conds.erase(std::unique(conds.begin(), conds.end()), conds.end());
+  return conds;
+}
+
+/// Adds read `rd`'s conditions to `work`: its gates and the condition of a WHERE(c, i, Invalid) index.
+void addReadConditions(const UOp *rd, std::vector<const UOp *> &work) {
+  const UOp *i = rd->src(1);
+  if (i->op == Op::WHERE && i->src(2)->op == Op::CONST && i->src(2)->arg && i->src(2)->arg->kind == ArgKind::Invalid)
+    work.push_back(i->src(0));
+  for (const UOp *g : rd->src().subspan(2)) work.push_back(g);
+}
+
+/// Whether condition g reads loaded data (a ReLU's x > 0: no padding gate).
+bool readsData(const UOp *g) {
+  auto cone = toposort(g);
+  return std::any_of(cone.begin(), cone.end(), [](const UOp *u) { return u->op == Op::INDEX || u->op == Op::LOAD; });
+}
+
+std::vector<const UOp *> conditionsOf(const std::vector<const UOp *> &reads) {
+  std::vector<const UOp *> work;
+  for (const UOp *rd : reads) addReadConditions(rd, work);
+  return andClauses(std::move(work));
+}
+
+/// The interior of output loop r (size n): the values [lo, hi) of r for which every condition of
+/// `conds` that depends on r surely holds, whatever the other ranges are (range analysis of the
+/// condition with r a constant); nullopt when no condition depends on r, or the interior is empty, less
+/// than half the loop or not one interval.
+std::optional<std::pair<int64_t, int64_t>> interiorOf(Context &c, const std::vector<const UOp *> &conds, const UOp *r,
+                                                      int64_t n) {
+  std::vector<const UOp *> dep;
+  for (const UOp *g : conds) {
+    // a condition on loaded data (a ReLU fused into the read: x > 0) is no padding gate
+    if (!readsData(g) && indexStride(g, r) != std::optional<int64_t>(0)) dep.push_back(g);
+  }
+  if (dep.empty() || n > 4096 || static_cast<int64_t>(dep.size()) * n > (1 << 16)) return std::nullopt;
+  RangeInfo ri;
+  int64_t lo = -1, hi = -1;
+  for (int64_t v = 0; v < n; ++v) {
+    bool holds = true;
+    for (const UOp *g : dep) holds = holds && ri.vmin(substitute(c, g, {{r, c.constInt(r->dtype, v)}})) >= 1;
+    if (holds && lo < 0) lo = v;
+    else if (holds && hi >= 0) return std::nullopt; // a second interval
+    else if (!holds && lo >= 0 && hi < 0) hi = v;
+  }
+  if (lo >= 0 && hi < 0) hi = n;
+  // (an interior under half the loop is not one: a cumulative sum's triangle holds for one value of its
+  // output loop whatever the reduction loop is, and its borders would be the whole kernel, gated)
+  if (lo < 0 || (lo == 0 && hi == n) || 2 * (hi - lo) < n) return std::nullopt;
+  return std::pair{lo, hi};
+}
+
+/// The interiors of a kernel's output loops (interiorOf), for conditions on one output loop each; a condition
+/// on several (a padded read's bounds on its flat index, beside the bounds of each of its rows and columns)
+/// must then hold wherever every loop is in its interior (range analysis, each loop r with an interior
+/// [lo, hi) written as lo + r' over a loop r' of hi - lo iterations), else no loop gets one.
+std::vector<std::optional<std::pair<int64_t, int64_t>>> interiors(Context &c, const std::vector<const UOp *> &conds,
+                                                                  const std::vector<const UOp *> &axes,
+                                                                  const std::vector<int64_t> &sizes) {
+  std::vector<std::optional<std::pair<int64_t, int64_t>>> out(axes.size());
+  std::vector<const UOp *> single, multi;
+  for (const UOp *g : conds) {
+    if (readsData(g)) continue; // (a ReLU's x > 0 is no padding gate)
+    size_t deps = 0;
+    for (const UOp *r : axes) deps += indexStride(g, r) != std::optional<int64_t>(0);
+    (deps > 1 ? multi : single).push_back(g);
+  }
+  bool any = false;
+  for (size_t a = 0; a < axes.size(); ++a) any |= (out[a] = interiorOf(c, single, axes[a], sizes[a])).has_value();
+  if (!any || multi.empty()) return out;
+  std::unordered_map<const UOp *, const UOp *> inside;
+  int64_t number = 1 << 20; // (fresh range numbers: only range analysis sees these loops)
+  for (size_t a = 0; a < axes.size(); ++a)
+    if (out[a]) {
+      const UOp *r = axes[a];
+      const UOp *fresh = rangeLike(c, r, out[a]->second - out[a]->first, number++, std::nullopt);
+      inside[r] = c.make(Op::ADD, r->dtype, {fresh, c.constInt(r->dtype, out[a]->first)});
+    }
+  RangeInfo ri;
+  for (const UOp *g : multi)
+    if (ri.vmin(substitute(c, g, inside)) < 1) return std::vector<std::optional<std::pair<int64_t, int64_t>>>(axes.size());
+  return out;
+}
+
+/// Partial accumulators for a kernel with no register tile: a reduction's innermost loop R whose reads
+/// all move by 0 or 1 element along it, ungated by it, whose REDUCEs (none nested) all end in R and are a
+/// sum or a max, of 2 vectors' lanes (or one) dividing it: partial:R:AMOUNT.
+std::vector<Opt> choosePartial(const Shape &s, int64_t vec) {
+  std::vector<Opt> opts;
+  for (size_t k = 0; k < s.reduceRanges.size(); ++k) {
+    const UOp *r = s.reduceRanges[k];
+    auto n = r->op == Op::RANGE && r->nsrc == 1 ? constBound(r->src(0)) : std::nullopt;
+    if (!n) continue;
+    bool ok = true;
+    for (const UOp *red : s.reduces) {
+      auto rs = red->src().subspan(1);
+      if (std::find(rs.begin(), rs.end(), r) == rs.end()) continue;
+      Op op = red->arg && red->arg->kind == ArgKind::Tuple && red->arg->count ? red->arg->elems()[0]->op() : Op::MUL;
+      ok = ok && rs.back() == r && (op == Op::ADD || op == Op::MAX);
+    }
+    for (const UOp *rd : s.reads) {
+      auto st = indexStride(rd->src(1), r);
+      ok = ok && st && (*st == 0 || *st == 1);
+      for (const UOp *g : rd->src().subspan(2)) ok = ok && indexStride(g, r) == std::optional<int64_t>(0);
+    }
+    if (!ok) continue;
+    for (int64_t amt : {2 * vec, vec})
+      if (static_cast<int64_t>(*n) % amt == 0 && static_cast<int64_t>(*n) > amt) {
+        opts.push_back({Opt::Partial, k, amt});
+        break;
+      }
+  }
+  return opts;
+}
+
+/// Whether a register tile's read that moves `strideBytes` per step of its reduction loop (`steps`
+/// iterations), reading `bytes` of consecutive lanes at each, keeps its lines in the target's L2 from one
+/// use of the panel to the next: lines `strideBytes` apart fall in sets / gcd(sets, strideBytes / line) of
+/// the L2's sets (a power-of-two stride: few), each holding `ways` of them.
+bool panelStaysInL2(const PassTarget &t, int64_t strideBytes, int64_t steps, int64_t bytes) {
+  int64_t line = t.lineBytes, ways = t.l2Ways, sets = t.l2Bytes / (ways * line);
+  if (sets < 1 || strideBytes < line || strideBytes % line) return true; // consecutive, or spread over the sets
+  int64_t perStep = (bytes + line - 1) / line;
+  int64_t distinct = std::min(sets, sets / std::gcd(sets, strideBytes / line) * perStep);
+  return steps * perStep <= distinct * ways;
+}
+
+/// pack:SLOT for the reads of a register tile (vector axis va, reuse axis ra, vAmount lanes of va) that
+/// pay for their copy: consecutive along va, not moving along ra (so each element is read once per tile
+/// row of the whole ra loop), ungated, the only read of their buffer, moving along one reduction loop only,
+/// by a stride whose lines do not stay in the L2 (panelStaysInL2). The packed panel need not fit in the L2:
+/// its consecutive lines stream. Measured on sp_mm_1024 (B's 4 KiB stride: 16 of the L2's 1024 sets) and a
+/// 256x8192 @ 8192x1024 matmul (a 512 KiB panel): see docs/lowering.md.
+std::vector<Opt> choosePacks(const Shape &s, const std::vector<std::vector<std::optional<int64_t>>> &strides, size_t va,
+                             size_t ra, int64_t vAmount, const PassTarget &target) {
+  std::vector<Opt> opts;
+  std::map<int64_t, int> readsOf; // slot -> INDEX nodes in the kernel
+  for (const UOp *u : toposort(s.store))
+    if (u->op == Op::INDEX && u->src(0)->op == Op::PARAM) ++readsOf[ParamArg::slotOf(u->src(0)->arg)];
+  for (size_t k = 0; k < s.reads.size(); ++k) {
+    const UOp *rd = s.reads[k];
+    int64_t slot = ParamArg::slotOf(rd->src(0)->arg);
+    // the reuse axis's operand whose rows lie 16 KiB and more apart (attention's context read back across the
+    // heads, b*s rows of h*d: 384 KiB apart in the encoder's output projection): each row lane reads
+    // another page each step; packed, they are consecutive (that matmul 19.8 -> 12.1 ms, its copy included)
+    if (strides[k][va] == std::optional<int64_t>(0) && strides[k][ra] && *strides[k][ra] * static_cast<int64_t>(dtypeSize(rd->dtype)) >= (16 << 10) &&
+        readsOf[slot] == 1 && conditionsOf({rd}).empty()) {
+      opts.push_back({Opt::Pack, static_cast<size_t>(slot), 0});
+      continue;
+    }
+    if (strides[k][va] != std::optional<int64_t>(1) || strides[k][ra] != std::optional<int64_t>(0) ||
+        readsOf[slot] != 1 || !conditionsOf({rd}).empty())
+      continue;
+    std::optional<int64_t> stride;
+    int64_t steps = 0, moving = 0;
+    for (const UOp *r : s.reduceRanges) {
+      auto st = indexStride(rd->src(1), r);
+      auto n = r->op == Op::RANGE && r->nsrc == 1 ? constBound(r->src(0)) : std::nullopt;
+      if (!st || !n) moving = 2;
+      else if (*st != 0) ++moving, stride = *st, steps = static_cast<int64_t>(*n);
+    }
+    int64_t elem = static_cast<int64_t>(dtypeSize(rd->dtype));
+    if (moving != 1 || !stride || *stride < 0 || *stride > (int64_t(1) << 32)) continue;
+    if (!panelStaysInL2(target, *stride * elem, steps, vAmount * elem)) opts.push_back({Opt::Pack, static_cast<size_t>(slot), 0});
+  }
+  return opts;
+}
+
+/// The lanes of a tile with no reuse axis whose consecutive reads walk down columns (a sum over axis 0):
+/// each step of the innermost reduction loop moves every read that is consecutive along the vector axis
+/// va by at least a cache line, so 16 lanes read one line per step, each from another page, and the
+/// hardware prefetchers cannot keep up (sp_sum_ax0_4096: 9.6-13 ms, 6 GB/s, where a row sum streams at
+/// 33 GB/s). A strip of lanes reads a stretch of each row instead, its accumulators in L1, not registers:
+/// the largest multiple of vAmount dividing va's size, at most an eighth of L1 (1,024 float32 of 32 KiB),
+/// leaving at least two outer iterations per host thread. Measured by hand on sp_sum_ax0_4096 (C, two
+/// threads, two rounds): 16 lanes 9.6-13.3 ms, 64 4.1-4.3, 256 3.6-6.3, 1,024 2.7-3.3, 2,048 2.4-2.6; LLVM
+/// 16 lanes 10.0-10.2, 512 3.4, 1,024 3.9, 2,048 3.5-3.5. Each output still sums its column in order.
+int64_t stripLanes(const Shape &s, const std::vector<std::vector<std::optional<int64_t>>> &strides, size_t va,
+                   int64_t vAmount, int64_t size, int64_t elem, const PassTarget &target) {
+  if (s.reduceRanges.empty()) return vAmount;
+  const UOp *rr = s.reduceRanges.back();
+  bool column = false;
+  for (size_t k = 0; k < s.reads.size(); ++k) {
+    if (strides[k][va] != std::optional<int64_t>(1)) continue;
+    auto st = indexStride(s.reads[k]->src(1), rr, /*throughSelect=*/true);
+    if (!st || std::abs(*st) * elem < target.lineBytes) return vAmount;
+    column = true;
+  }
+  if (!column) return vAmount;
+  int64_t others = 1;
+  for (size_t a = 0; a < s.sizes.size(); ++a)
+    if (a != va) others = std::min<int64_t>(others * s.sizes[a], INT32_MAX);
+  int64_t best = vAmount, threads = std::max(1, target.hostThreads);
+  for (int64_t m = vAmount; m <= size && m * elem <= target.l1Bytes / 8; m += vAmount)
+    if (size % m == 0 && others * (size / m) >= 2 * threads) best = m;
+  return best;
+}
+
+/// x simplified (symbolic rules with range analysis), as the split pieces are.
+const UOp *simplifiedExpr(Context &c, const UOp *x) {
+  SymbolicCtx sc;
+  return simplifyWith(c, x, symRules(), &sc);
+}
+
+/// The constant stride > 0 of read `rd` along range r when relayout can re-lay its buffer out with r's lanes
+/// innermost: an ungated INDEX(PARAM, s*r + rest) whose rest lies in [0, s) whatever the other loops are
+/// (so that row r of the buffer is the s elements from s*r on), the kernel's only read of that buffer.
+std::optional<int64_t> relayoutStride(Context &c, const Shape &s, const UOp *rd, const UOp *r) {
+  if (rd->nsrc != 2 || rd->src(0)->op != Op::PARAM) return std::nullopt;
+  int64_t slot = ParamArg::slotOf(rd->src(0)->arg);
+  if (slot == ParamArg::slotOf(s.store->src(0)->src(0)->arg)) return std::nullopt;
+  for (const UOp *o : s.reads)
+    if (o != rd && o->src(0)->op == Op::PARAM && ParamArg::slotOf(o->src(0)->arg) == slot) return std::nullopt;
+  const UOp *idx = rd->src(1);
+  auto st = indexStride(idx, r);
+  if (!st || *st <= 0) return std::nullopt;
+  for (const UOp *u : toposort(idx))
+    if (u->op == Op::CONST && u->arg && u->arg->kind == ArgKind::Invalid) return std::nullopt;
+  RangeInfo ri;
+  // (a loop that moves the read by whole blocks of r's rows, a grouped convolution's group loop or the batch
+  // of attention's keys, is no part of a row)
+  auto n = constBound(r->src(0));
+  std::unordered_map<const UOp *, const UOp *> zero{{r, c.constInt(r->dtype, 0)}};
+  auto reduction = [&](const UOp *u) {
+    return std::find(s.reduceRanges.begin(), s.reduceRanges.end(), u) != s.reduceRanges.end();
+  };
+  for (const UOp *u : toposort(idx))
+    if (auto us = u->op == Op::RANGE && u != r && n && !reduction(u) ? indexStride(idx, u) : std::nullopt;
+        us && *us != 0 && *us % (*st * static_cast<int64_t>(*n)) == 0)
+      zero[u] = c.constInt(u->dtype, 0);
+  const UOp *rest = substitute(c, idx, zero);
+  if (ri.vmin(rest) < 0 || ri.vmax(rest) >= *st) return std::nullopt;
+  return st;
+}
+
+/// A grouped convolution's groups: the size K of output loop a's groups when a read's index divides a's
+/// counter by K (K dividing a's n iterations into 2 to 64 groups): block:a:K then makes the group a loop of
+/// its own, outside, and a's loop the channels of one group, along which that read stays put.
+std::optional<int64_t> groupSize(const Shape &s, size_t a) {
+  for (const UOp *rd : s.reads)
+    for (const UOp *u : toposort(rd->src(1)))
+      if ((u->op == Op::CDIV || u->op == Op::FLOORDIV) && u->src(0) == s.axes[a])
+        if (auto k = constBound(u->src(1)); k && *k > 1 && s.sizes[a] % static_cast<int64_t>(*k) == 0) {
+          int64_t groups = s.sizes[a] / static_cast<int64_t>(*k);
+          if (groups >= 2 && groups <= 64) return static_cast<int64_t>(*k);
+        }
+  return std::nullopt;
+}
+
+/// The kernel shape with output loop a blocked by K (block:a:K): a's counter outer*K + inner, the value
+/// simplified, inner in a's place (outer a free loop around the kernel's).
+std::optional<Shape> blockedShape(Context &c, const Shape &s, size_t a, int64_t k) {
+  const UOp *r = s.axes[a];
+  int64_t number = 1 << 21; // (a fresh range number: only the analysis sees this loop)
+  const UOp *outer = rangeLike(c, r, s.sizes[a] / k, number, std::nullopt);
+  const UOp *inner = c.make(Op::RANGE, r->dtype, {c.constInt(r->dtype, k)}, r->arg, r->tag);
+  std::vector<const UOp *> src{simplifiedExpr(c, substitute(c, s.store, {{r, combinedIndex(c, outer, k, inner)}}))};
+  for (size_t b = 0; b < s.axes.size(); ++b) src.push_back(b == a ? inner : s.axes[b]);
+  return shapeOf(c.make(Op::SINK, DType::Void, {c.make(Op::END, s.end->dtype, src, s.end->arg, s.end->tag)}));
+}
+
+/// The channel tile: a kernel whose reductions read one or more buffers (weights) that move along an output
+/// loop `oa` (a convolution's output channels, a dense layer's outputs) while every other read stays put along
+/// it, and whose consecutive output loop is too short for the vector tile (a convolution's 56, 28, 14 or 7
+/// pixels a row) or is read with a stride (stride 2). The lanes go along oa instead (64 where they divide
+/// it, else 32, 16, 8): each weight read is re-laid out by a kernel of its own that runs once per load of the
+/// inputs (relayout:oa:SLOT, oa's lanes innermost, so that the tile loads them as whole vectors), the other
+/// reads load one element per reuse lane and broadcast it. The reuse axis is the innermost other output loop
+/// that moves a non-weight read and no weight; its upcast (up to 8, within 448 accumulator lanes: 28 of
+/// AVX-512's 32 registers) covers most of its interior, the borders and the rest pieces of their own (a row
+/// of under 14 keeps its borders, gated). Measured on ResNet-50's 3x3 convolutions, one thread, this
+/// machine: 64 lanes x 4-6 pixels 3.2-3.9 ms where 32 x 8 took 5.1-6.9. nullopt when no loop qualifies.
+std::optional<std::vector<Opt>> chooseChannelTile(Context &c, const Shape &s,
+                                                  const std::vector<std::vector<std::optional<int64_t>>> &strides,
+                                                  const std::vector<std::optional<std::pair<int64_t, int64_t>>> &interior,
+                                                  int64_t vec) {
+  for (size_t oa = 0; oa < s.axes.size(); ++oa) {
+    if (interior[oa]) continue;
+    int64_t n = s.sizes[oa];
+    int64_t lanes = 0;
+    for (int64_t l : {8 * vec, 4 * vec, 2 * vec, vec})
+      if (!lanes && n % l == 0) lanes = l;
+    // half a vector only for many channels none of those divide (ShuffleNet's groups of 68)
+    if (!lanes && vec >= 2 && n >= 4 * vec && n % (vec / 2) == 0) lanes = vec / 2;
+    if (!lanes) continue;
+    std::vector<size_t> weights;
+    bool ok = true;
+    for (size_t k = 0; k < s.reads.size() && ok; ++k) {
+      if (!strides[k][oa]) ok = false;
+      else if (*strides[k][oa] == 0) continue;
+      else if (auto st = relayoutStride(c, s, s.reads[k], s.axes[oa]); st && *st > 1) weights.push_back(k);
+      else ok = false;
+    }
+    if (!ok || weights.empty() || weights.size() == s.reads.size()) continue;
+    // the reuse axis: the innermost loop moving some other read and no weight
+    std::optional<size_t> ra;
+    for (size_t b = s.axes.size(); b-- > 0 && !ra;) {
+      if (b == oa) continue;
+      bool moves = false, fine = true;
+      for (size_t k = 0; k < s.reads.size(); ++k) {
+        bool w = std::find(weights.begin(), weights.end(), k) != weights.end();
+        if (!strides[k][b] || (w && *strides[k][b] != 0)) fine = false;
+        else if (!w && *strides[k][b] != 0) moves = true;
+      }
+      if (fine && moves) ra = b;
+    }
+    if (!ra) continue;
+    // (the accumulators of reductions over different loops are not live at once: linearize runs each
+    // reduction's loop to its end before the next begins, a finished one waiting in memory for the store;
+    // only reductions over the same loops share the registers: a residual's main and downsample branches
+    // get a whole tile each)
+    std::map<std::vector<const UOp *>, int64_t> together;
+    int64_t live = 1;
+    for (const UOp *red : s.reduces) {
+      std::vector<const UOp *> loops(red->src().begin() + 1, red->src().end());
+      std::sort(loops.begin(), loops.end());
+      live = std::max(live, ++together[loops]);
+    }
+    int64_t budget = 448 / (lanes * live);
+    // a row of 7 keeps its borders in the tile, gated: its border pieces of one lane would be 2/7 of the work,
+    // each streaming the whole weight panel once per pixel (ResNet-50's 7x7 3x3 convolution, 512 channels,
+    // one thread: 4.5 ms whole, 5.5 split); from 14 on the borders are cut off (14x14, 256 channels: 6.0 ms
+    // gated, 3.7 split)
+    bool cutBorders = interior[*ra] && s.sizes[*ra] >= 14;
+    int64_t lo = cutBorders ? interior[*ra]->first : 0, hi = cutBorders ? interior[*ra]->second : s.sizes[*ra];
+    // the amount (4 to 8 lanes, fewer only for a shorter span) covering most of the span, the larger on a tie
+    int64_t span = hi - lo, amt = 1, cut = 0;
+    for (int64_t a = std::min<int64_t>(8, budget); a >= 2; --a)
+      if (span >= a && span / a * a > cut && (a >= 4 || cut == 0)) amt = a, cut = span / a * a;
+    std::vector<Opt> opts;
+    for (size_t a = 0; a < s.axes.size(); ++a)
+      if (interior[a] && a != *ra) opts.push_back({Opt::Split, a, interior[a]->first, interior[a]->second});
+    if (amt > 1 && (lo > 0 || lo + cut < s.sizes[*ra])) opts.push_back({Opt::Split, *ra, lo, lo + cut});
+    if (amt > 1) opts.push_back({Opt::Upcast, *ra, amt});
+    opts.push_back({Opt::Upcast, oa, lanes}); // last: the innermost lanes
+    for (size_t k : weights)
+      opts.push_back({Opt::Relayout, oa, ParamArg::slotOf(s.reads[k]->src(0)->arg)});
+    return opts;
+  }
+  return std::nullopt;
+}
+
+/// The conditions of a kernel's stored value: its reads' gates (and WHERE(c, i, Invalid) indexes) and its
+/// WHERE selections, split at their ANDs.
+std::vector<const UOp *> valueConditions(const UOp *value) {
+  std::vector<const UOp *> work;
+  for (const UOp *x : toposort(value)) {
+    if (x->op == Op::WHERE && x->src(0)->dtype == DType::Bool) work.push_back(x->src(0));
+    if (x->op == Op::INDEX && x->nsrc >= 2) addReadConditions(x, work);
+  }
+  return andClauses(std::move(work));
+}
+
+/// The kernel shape of output loop a's iterations [lo, hi) alone (a split's piece): a's range of hi - lo
+/// iterations, shifted by lo, the value simplified; nullopt when that is no shape the opts apply to.
+std::optional<Shape> pieceShape(Context &c, const Shape &s, size_t a, int64_t lo, int64_t hi) {
+  const UOp *r = s.axes[a];
+  const UOp *m = c.make(Op::RANGE, r->dtype, {c.constInt(r->dtype, hi - lo)}, r->arg, r->tag);
+  const UOp *shifted = lo ? c.make(Op::ADD, r->dtype, {m, c.constInt(r->dtype, lo)}) : m;
+  std::vector<const UOp *> src{simplifiedExpr(c, substitute(c, s.store, {{r, shifted}}))};
+  for (size_t k = 0; k < s.axes.size(); ++k) src.push_back(k == a ? m : s.axes[k]);
+  const UOp *end = c.make(Op::END, s.end->dtype, src, s.end->arg, s.end->tag);
+  return shapeOf(c.make(Op::SINK, DType::Void, {end}));
+}
+
+/// The iterations of a piece's reduction loops: its output size times, per REDUCE, its loops' trip count
+/// (0 for no piece).
+double reductionWork(const std::optional<Shape> &s) {
+  if (!s) return 0;
+  double out = 1, inner = 0;
+  for (int64_t n : s->sizes) out *= static_cast<double>(n);
+  for (const UOp *red : s->reduces) {
+    double trips = 1;
+    for (const UOp *r : red->src().subspan(1))
+      if (auto n = r->op == Op::RANGE && r->nsrc == 1 ? constBound(r->src(0)) : std::nullopt) trips *= static_cast<double>(*n);
+    inner += trips;
+  }
+  return out * inner;
+}
+
+/// The number of a shape's output elements.
+double outputSize(const Shape &s) {
+  double n = 1;
+  for (int64_t x : s.sizes) n *= static_cast<double>(x);
+  return n;
+}
+
+/// A concatenation's seams: an output loop a (of at most 4,096 iterations) along which the conditions of the
+/// stored value that depend on a alone (no other loop, no reduction loop, no loaded data) change their truth
+/// at one or two points lo < hi inside it. tinygrad concatenates by padding each part to the whole and
+/// adding: a convolution written into 32 of DenseNet's 256 channels runs, unsplit, its reduction over all
+/// 256, gated. split:a:lo:hi cuts the parts apart (the simplifier drops what a piece's gates rule out); for
+/// one seam K the piece kept as the main one ([0, K) or [K, n)) is the one with the reductions left.
+std::optional<Opt> seamSplit(Context &c, const Shape &s) {
+  std::vector<const UOp *> conds = valueConditions(s.store->src(1));
+  RangeInfo ri;
+  for (size_t a = 0; a < s.axes.size(); ++a) {
+    int64_t n = s.sizes[a];
+    if (n > 4096) continue;
+    std::set<int64_t> seams;
+    for (const UOp *g : conds) {
+      if (readsData(g) || indexStride(g, s.axes[a]) == std::optional<int64_t>(0)) continue;
+      auto cone = toposort(g);
+      bool alone = true;
+      for (size_t b = 0; b < s.axes.size(); ++b)
+        alone = alone && (b == a || indexStride(g, s.axes[b]) == std::optional<int64_t>(0));
+      for (const UOp *rr : s.reduceRanges) alone = alone && indexStride(g, rr) == std::optional<int64_t>(0);
+      for (const UOp *u : cone) alone = alone && (u->op != Op::RANGE || u == s.axes[a]);
+      if (!alone) continue;
+      int prev = -1;
+      for (int64_t v = 0; v < n && seams.size() <= 2; ++v) {
+        const UOp *x = substitute(c, g, {{s.axes[a], c.constInt(s.axes[a]->dtype, v)}});
+        int t = ri.vmin(x) >= 1 ? 1 : ri.vmax(x) <= 0 ? 0 : -2;
+        if (t < 0) break;
+        if (prev >= 0 && t != prev) seams.insert(v);
+        prev = t;
+      }
+    }
+    if (seams.empty() || seams.size() > 2) continue;
+    int64_t lo = *seams.begin(), hi = seams.size() == 2 ? *seams.rbegin() : n;
+    if (seams.size() == 1) { // the main piece: the side with the most reduction work
+      auto right = pieceShape(c, s, a, lo, n), left = pieceShape(c, s, a, 0, lo);
+      if (reductionWork(left) > reductionWork(right)) hi = lo, lo = 0;
+    }
+    return Opt{Opt::Split, a, lo, hi};
+  }
+  return std::nullopt;
+}
+
+/// The lanes of a vector tile along a loop of n iterations (its interior's when `inside`, whose remainder
+/// becomes border), 0 when none fits: two vectors or one that divide it (inside, any n >= vec: two unless one
+/// leaves less border); else a short
+/// row whole when it is a multiple of 4 up to four vectors (a 28-pixel row: 28 lanes, the compiler's 8+8+8+4);
+/// else half a vector that divides it, or an interior of at least half a vector cut to whole ones.
+int64_t laneAmount(int64_t n, int64_t vec, bool inside) {
+  if (n >= 2 * vec && (inside ? n / (2 * vec) * 2 >= n / vec : n % (2 * vec) == 0)) return 2 * vec;
+  if (n >= vec && (inside || n % vec == 0)) return vec;
+  if (n % 4 == 0 && n <= 4 * vec && n > vec) return n;
+  int64_t half = vec / 2;
+  if (half >= 4 && n >= half && (inside || n % half == 0)) return half;
+  return 0;
+}
+
+/// The opts of level 2 for kernel shape s (see the file comment).
+} // namespace
+
+std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target, bool seams, bool groups) {
+  if (s.reduces.empty() || s.reads.empty()) return {};
+  // a concatenation's parts first (seamSplit), then the opts of the main piece (a grouped convolution's
+  // part blocked by its groups: ShuffleNet's concatenation of a pooled input and a grouped convolution)
+  // (a seam between parts of like work, a channel shuffle's halves read from two buffers, leaves the
+  // grouped convolution whole: only the main piece would be tiled)
+  std::optional<Opt> cut = seams ? seamSplit(c, s) : std::nullopt;
+  if (cut && groups) {
+    int64_t n = s.sizes[cut->axis];
+    double main = reductionWork(pieceShape(c, s, cut->axis, cut->amount, cut->hi)), rest = 0;
+    if (cut->amount > 0) rest += reductionWork(pieceShape(c, s, cut->axis, 0, cut->amount));
+    if (cut->hi < n) rest += reductionWork(pieceShape(c, s, cut->axis, cut->hi, n));
+    bool grouped = false;
+    for (size_t a = 0; a < s.axes.size(); ++a) grouped = grouped || groupSize(s, a).has_value();
+    if (grouped && main < 2 * rest) cut.reset();
+  }
+  if (cut)
+    if (auto piece = pieceShape(c, s, cut->axis, cut->amount, cut->hi)) {
+      std::vector<Opt> opts{*cut};
+      for (const Opt &o : chooseOpts(c, *piece, target, false, true)) { // (a grouped part: blocked)
+        if (o.kind == Opt::Split && o.axis == cut->axis) continue; // (one split a loop)
+        opts.push_back(o);
+      }
+      return opts;
+    }
+  // then a grouped convolution's groups (groupSize), then the opts of one group's channels
+  if (groups)
+    for (size_t a = 0; a < s.axes.size(); ++a)
+      if (auto k = groupSize(s, a))
+        if (auto blocked = blockedShape(c, s, a, *k)) {
+          std::vector<Opt> inner = chooseOpts(c, *blocked, target, false, false);
+          // (kept when the group's channels are tiled: laid out for the lanes or upcast as the reuse axis)
+          if (std::any_of(inner.begin(), inner.end(), [&](const Opt &o) {
+                return o.kind == Opt::Relayout || (o.kind == Opt::Upcast && o.axis == a);
+              })) {
+            inner.insert(inner.begin(), Opt{Opt::Block, a, *k});
+            return inner;
+          }
+        }
+  // strides[read][axis]
+  std::vector<std::vector<std::optional<int64_t>>> strides;
+  for (const UOp *rd : s.reads) {
+    strides.emplace_back();
+    for (const UOp *r : s.axes) strides.back().push_back(indexStride(rd->src(1), r, /*throughSelect=*/true));
+  }
+  std::vector<bool> used(s.axes.size(), false); // some reduction depends on the axis
+  for (size_t a = 0; a < s.axes.size(); ++a)
+    for (size_t k = 0; k < s.reads.size(); ++k) used[a] = used[a] || strides[k][a] != std::optional<int64_t>(0);
+  size_t elem = 4;
+  for (const UOp *red : s.reduces) elem = std::max<size_t>(elem, dtypeSize(red->dtype));
+  int64_t vec = std::max<int64_t>(1, (target.vectorBytes > 0 ? target.vectorBytes : 16) / static_cast<int64_t>(elem));
+  // interiors: where a padded read's conditions surely hold
+  std::vector<const UOp *> conds = conditionsOf(s.reads);
+  // a padded value selected by its position (WHERE(inside, x, 0): a ReLU's padding read in its consumer)
+  for (const UOp *red : s.reduces)
+    for (const UOp *x : toposort(red->src(0)))
+      if (x->op == Op::WHERE && x->src(0)->dtype == DType::Bool && !readsData(x->src(0)))
+        for (const UOp *g : andClauses({x->src(0)})) conds.push_back(g);
+  std::vector<std::optional<std::pair<int64_t, int64_t>>> interior(s.axes.size());
+  std::vector<int64_t> sizes = s.sizes; // as the upcasts see them (the interior's)
+  interior = interiors(c, conds, s.axes, s.sizes);
+  for (size_t a = 0; a < s.axes.size(); ++a)
+    if (interior[a]) sizes[a] = interior[a]->second - interior[a]->first;
+  // a convolution's short or strided rows: the channel tile (chooseChannelTile)
+  {
+    std::optional<size_t> rowAxis;
+    for (size_t a = 0; a < s.axes.size(); ++a)
+      for (size_t k = 0; k < s.reads.size(); ++k)
+        if (strides[k][a] && *strides[k][a] != 0) rowAxis = a; // the innermost loop a read moves along
+    bool shortRow = rowAxis && (sizes[*rowAxis] < 8 * vec || std::any_of(strides.begin(), strides.end(), [&](auto &st) {
+                                  return st[*rowAxis] && *st[*rowAxis] > 1;
+                                }));
+    // (a padded convolution too, whatever its rows: VGG-19's 3x3 convolution 64->64 at 224x224, one
+    // thread, took 104 ms with the vector tile, 51 with the channel tile)
+    bool padded = std::any_of(interior.begin(), interior.end(), [](auto x) { return x.has_value(); });
+    if (shortRow || padded)
+      if (auto opts = chooseChannelTile(c, s, strides, interior, vec)) return *opts;
+  }
+  // the vector axis
+  std::optional<size_t> va;
+  size_t best = 0;
+  for (size_t a = 0; a < s.axes.size(); ++a) {
+    if (!used[a] || !laneAmount(sizes[a], vec, interior[a].has_value())) continue;
+    size_t ones = 0;
+    bool ok = true;
+    for (size_t k = 0; k < s.reads.size(); ++k) {
+      if (!strides[k][a] || (*strides[k][a] != 0 && *strides[k][a] != 1)) ok = false;
+      else ones += *strides[k][a] == 1;
+    }
+    if (ok && ones > best) best = ones, va = a;
+  }
+  if (!va && seams && std::any_of(interior.begin(), interior.end(), [](auto x) { return x.has_value(); })) {
+    // the interior's own tile: its reads' strides may be constant only there (a depthwise convolution read
+    // through a channel shuffle: its padding divides and takes remainders per term, which the interior folds)
+    auto interiorPiece = [&] {
+      std::optional<Shape> inside = s;
+      for (size_t a = 0; a < s.axes.size() && inside; ++a)
+        if (interior[a]) inside = pieceShape(c, *inside, a, interior[a]->first, interior[a]->second);
+      return inside;
+    };
+    std::optional<Shape> inside = interiorPiece();
+    // the innermost loop a read moves along by one: its interior cut to whole lanes, the rest border
+    for (size_t a = s.axes.size(); inside && a-- > 0;) {
+      bool unit = std::any_of(inside->reads.begin(), inside->reads.end(), [&](const UOp *rd) {
+        return indexStride(rd->src(1), inside->axes[a], true) == std::optional<int64_t>(1);
+      });
+      if (!unit || !interior[a]) continue;
+      int64_t n = interior[a]->second - interior[a]->first, lanes = laneAmount(n, vec, true);
+      if (lanes && n % lanes && !laneAmount(n, vec, false)) {
+        interior[a]->second = interior[a]->first + n / lanes * lanes;
+        inside = interiorPiece();
+      }
+      break;
+    }
+    std::vector<Opt> opts;
+    for (size_t a = 0; a < s.axes.size(); ++a)
+      if (interior[a]) opts.push_back({Opt::Split, a, interior[a]->first, interior[a]->second});
+    if (inside) {
+      std::vector<Opt> tile = chooseOpts(c, *inside, target, false, false);
+      if (std::any_of(tile.begin(), tile.end(), [](const Opt &o) { return o.kind == Opt::Upcast; })) {
+        for (const Opt &o : tile)
+          if (o.kind != Opt::Split) opts.push_back(o);
+        return opts;
+      }
+    }
+  }
+  if (!va) {
+    std::vector<Opt> opts = choosePartial(s, vec);
+    // no tile: the interiors still pay (a depthwise convolution whose reads go through a channel shuffle and
+    // the padding divides and takes remainders per term; in its interior the simplifier folds them:
+    // ShuffleNet's 3x3 depthwise convolutions)
+    if (opts.empty())
+      for (size_t a = 0; a < s.axes.size(); ++a)
+        if (interior[a]) opts.push_back({Opt::Split, a, interior[a]->first, interior[a]->second});
+    return opts;
+  }
+  int64_t vAmount = laneAmount(sizes[*va], vec, interior[*va].has_value());
+  if (interior[*va]) { // an interior of whole vectors; the rest is border
+    interior[*va]->second = interior[*va]->first + sizes[*va] / vAmount * vAmount;
+    sizes[*va] = interior[*va]->second - interior[*va]->first;
+  }
+  // the reuse axis: a consecutive read along va does not move along it
+  std::optional<size_t> ra;
+  for (size_t a = 0; a < s.axes.size() && !ra; ++a) {
+    if (a == *va || !used[a] || sizes[a] % 2) continue;
+    for (size_t k = 0; k < s.reads.size(); ++k)
+      if (strides[k][*va] == std::optional<int64_t>(1) && strides[k][a] == std::optional<int64_t>(0) &&
+          std::all_of(strides[k].begin(), strides[k].end(), [](auto x) { return x.has_value(); }))
+        ra = a;
+  }
+  std::vector<Opt> opts;
+  for (size_t a = 0; a < s.axes.size(); ++a) // the splits first, the vector axis's last
+    if (interior[a] && a != *va) opts.push_back({Opt::Split, a, interior[a]->first, interior[a]->second});
+  if (interior[*va]) opts.push_back({Opt::Split, *va, interior[*va]->first, interior[*va]->second});
+  if (!ra && !interior[*va]) vAmount = stripLanes(s, strides, *va, vAmount, sizes[*va], static_cast<int64_t>(elem), target);
+  // (room for twice the accumulators: the vector axis's lanes doubled, the reuse axis's upcast kept, for a
+  // reduction long enough to pay for them: a matmul's, not VGG-19's first convolution's 27)
+  if (ra && !interior[*va] && target.accumulatorLanes >= 2 * 8 * vAmount && vAmount == 2 * vec &&
+      sizes[*va] % (2 * vAmount) == 0 && sizes[*ra] % 8 == 0 && reductionWork(s) >= 64.0 * outputSize(s))
+    vAmount *= 2;
+  int64_t budget = target.accumulatorLanes / vAmount;
+  if (ra)
+    for (int64_t amt : {8, 4, 2})
+      if (amt <= budget && sizes[*ra] % amt == 0) {
+        opts.push_back({Opt::Upcast, *ra, amt});
+        break;
+      }
+  opts.push_back({Opt::Upcast, *va, vAmount}); // last: the highest range number, the innermost lanes
+  // the tile's reduction loop unrolled by the target's amount (tinygrad's UNROLL), when every REDUCE ends in it
+  int64_t u = target.tileUnroll;
+  const UOp *r = s.reduceRanges.empty() ? nullptr : s.reduceRanges.back();
+  auto n = r && r->op == Op::RANGE && r->nsrc == 1 ? constBound(r->src(0)) : std::nullopt;
+  int64_t size = n && *n <= INT32_MAX ? static_cast<int64_t>(*n) : 0;
+  bool innermost = r && std::all_of(s.reduces.begin(), s.reduces.end(), [&](const UOp *red) { return red->src().back() == r; });
+  if (u > 1 && innermost && size > u && size % u == 0)
+    opts.push_back({Opt::Unroll, s.reduceRanges.size() - 1, u});
+  if (ra && std::none_of(interior.begin(), interior.end(), [](auto x) { return x.has_value(); }))
+    for (const Opt &p : choosePacks(s, strides, *va, *ra, vAmount, target)) opts.push_back(p);
+  return opts;
+}
+
+} // namespace uopc::optimize

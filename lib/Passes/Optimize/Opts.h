@@ -1,0 +1,65 @@
+//===- Opts.h - the optimize pass's opts and the kernel shapes they apply to (internal to the pass) ===//
+// Optimize.cpp applies opts to kernels (the pass, its file comment says what each opt does); Choose.cpp
+// chooses them at level 2 (the vector tile, the channel tile of convolutions, seams, groups, interiors,
+// strips, packs); Opts.cpp reads them from text and finds a kernel's shape.
+#pragma once
+
+#include "IR/UOp.h"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace uopc {
+struct PassTarget;
+} // namespace uopc
+
+namespace uopc::optimize {
+
+/// upcast:AXIS:AMOUNT, split:AXIS:LO:HI (amount = LO, hi = HI), partial:RAXIS:AMOUNT, unroll:RAXIS:AMOUNT
+/// (RAXIS: a reduction loop, by its position among the kernel's reduction ranges in range-number order) or
+/// block:AXIS:SIZE (amount = SIZE), or pack:SLOT (axis = SLOT: the kernel argument whose read is packed), or
+/// relayout:AXIS:SLOT (amount = SLOT: the read re-laid out with AXIS's lanes innermost, see relayoutPiece).
+struct Opt {
+  enum Kind { Upcast, Split, Partial, Block, Unroll, Pack, Relayout } kind = Upcast;
+  /// Each kind's name, by Kind.
+  static constexpr std::string_view kNames[] = {"upcast", "split", "partial", "block", "unroll", "pack", "relayout"};
+  size_t axis = 0;
+  int64_t amount = 1, hi = 0;
+  std::string text() const {
+    if (kind == Pack) return std::string(kNames[kind]) + ":" + std::to_string(axis);
+    return std::string(kNames[kind]) + ":" + std::to_string(axis) + ":" + std::to_string(amount) +
+           (kind == Split ? ":" + std::to_string(hi) : "");
+  }
+};
+
+/// "upcast:A:N", "split:A:LO:HI", "partial:R:N", "unroll:R:N", "block:A:N" or "pack:S" -> Opt; throws Error
+/// naming the text otherwise.
+Opt parseOpt(std::string_view t);
+/// opts=NAME/OPT/OPT;NAME -> {NAME: [opts]}.
+std::map<std::string, std::vector<Opt>, std::less<>> parseHandOpts(std::string_view text);
+/// Whether x's value depends on node r (r is in its cone).
+bool dependsOn(const UOp *x, const UOp *r);
+
+/// A kernel the opts apply to: SINK(END(STORE(INDEX(buffer, i), value), output ranges...)).
+struct Shape {
+  const UOp *end = nullptr, *store = nullptr;
+  std::vector<const UOp *> axes; ///< the END's ranges
+  std::vector<int64_t> sizes;
+  std::vector<const UOp *> reduces, reads; ///< the REDUCEs of the value; the buffer reads of their bodies
+  std::vector<const UOp *> reduceRanges;    ///< the ranges they reduce, by range number
+};
+
+/// The kernel SINK's shape, nullopt when it is not one store over constant output loops whose REDUCEs
+/// (none nested in another's body, unless it does not move with the outer one's loops) read buffers.
+std::optional<Shape> shapeOf(const UOp *sink);
+
+/// The opts of level 2 for kernel shape s (Choose.cpp; Optimize.cpp's file comment says what it chooses).
+/// `seams`, `groups`: whether a concatenation's seams and a grouped convolution's blocks may be chosen (off
+/// for the pieces those already cut).
+std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target, bool seams = true, bool groups = true);
+
+} // namespace uopc::optimize
