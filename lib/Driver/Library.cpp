@@ -137,9 +137,10 @@ struct Layout {
   /// through every step, so no other one overlaps it: each lies wholly below or above; moved down by a
   /// multiple of 64, none reaches the one below it.)
   int64_t offsetIn(size_t d, int64_t off) const {
+    int64_t gone = 0;
     for (const auto &[at, bytes] : holes[d])
-      if (bytes > 0 && at + bytes <= off) off -= bytes / 64 * 64;
-    return off;
+      if (bytes > 0 && at + bytes <= off) gone += bytes / 64 * 64;
+    return off - gone;
   }
 };
 
@@ -219,18 +220,28 @@ void writeLibrary(const Manifest &m, const std::map<std::string, std::string> &k
     entries += static_cast<int64_t>(m.params[i].devices.size());
   }
   // the once steps the library runs itself (not folded): in the first run of a workspace, or after NAME_init,
-  // or when a weight they read comes in another buffer (`seen`: those entries of params[])
+  // or when a weight they read comes in another buffer (`seen`: those entries of params[]). A once step that
+  // reads the caller's data runs in every run, as any step: a function argument (input<N>), or, when the
+  // weights came by file, any parameter the caller still passes (the optimizer re-lays out whatever input
+  // parameter a tile reads along its stride; only the caller knows which are weights).
   std::vector<size_t> onceSteps;
   std::vector<int64_t> seen;
+  std::set<std::string> onceWeights; // the names of the caller's weights the once steps read
   for (size_t i = 0; i < m.steps.size(); ++i) {
     if (!m.steps[i].once || plan.folded.count(i)) continue;
+    bool data = false;
+    for (const Ref &r : m.steps[i].args)
+      data |= r.isParam && !isBaked(r.index) && (form != Form::None || isFunctionArgument(paramName(m.params[r.index])));
+    if (data) continue;
     onceSteps.push_back(i);
     for (const Ref &r : m.steps[i].args)
       if (r.isParam && !isBaked(r.index)) {
         int64_t e = firstEntry[r.index] + static_cast<int64_t>(r.dev);
         if (std::find(seen.begin(), seen.end(), e) == seen.end()) seen.push_back(e);
+        onceWeights.insert(paramName(m.params[r.index]));
       }
   }
+  auto runsOnce = [&](size_t i) { return std::find(onceSteps.begin(), onceSteps.end(), i) != onceSteps.end(); };
   const bool state = form == Form::File || !onceSteps.empty();
   // the workspace: the state record, then device d's arena at arenaAt[d]
   Layout L;
@@ -246,6 +257,22 @@ void writeLibrary(const Manifest &m, const std::map<std::string, std::string> &k
     for (const auto &hole : L.holes[d]) bytes -= hole.second / 64 * 64;
     L.arenaAt.push_back(L.workspace);
     L.workspace += roundUp64(bytes);
+  }
+  // every intermediate a step still uses lies inside its arena (a check of offsetIn: no step may write past
+  // the workspace the caller was told to give)
+  for (size_t i = 0; i < m.steps.size(); ++i) {
+    if (plan.folded.count(i)) continue;
+    const Step &s = m.steps[i];
+    std::vector<Ref> refs = s.isCopy() ? std::vector<Ref>{s.src, s.dst} : s.args;
+    for (const Ref &r : refs) {
+      if (r.isParam || bakedBuffer.count({r.index, r.dev})) continue;
+      const manifest::Buffer &b = m.buffers[r.index];
+      size_t dv = b.deviceIndex[r.dev];
+      int64_t at = L.arenaAt[dv] + L.offsetIn(dv, b.offsets[r.dev]), end = dv + 1 < L.arenaAt.size() ? L.arenaAt[dv + 1] : L.workspace;
+      if (at < L.arenaAt[dv] || at + b.bytes > end)
+        fail("--emit library: internal error: step " + std::to_string(i) + " would use bytes [" + std::to_string(at) + ", " +
+             std::to_string(at + b.bytes) + ") outside its arena [" + std::to_string(L.arenaAt[dv]) + ", " + std::to_string(end) + ")");
+    }
   }
   // what the library's once steps write lives from one run to the next: a run zeroes the rest
   std::vector<std::pair<int64_t, int64_t>> persistent;
@@ -289,9 +316,13 @@ void writeLibrary(const Manifest &m, const std::map<std::string, std::string> &k
   if (form == Form::File)
     h << " * The weights: " << N << "_init(workspace, bytes, size) checks the bytes of " << binName << " (size, checksum)\n"
       << " * and binds them to the workspace, before its first run; keep them while it runs.\n";
-  if (!onceSteps.empty())
+  if (!onceSteps.empty()) {
+    std::string names;
+    for (const std::string &w : onceWeights) names += (names.empty() ? "" : ", ") + w;
     h << " * A workspace's first run (and the first after " << N << "_init, or with other weight buffers) also re-lays\n"
-      << " * out weights into it for the runs after it: call " << N << "_init again after changing a weight in place.\n";
+      << " * out weights into it for the runs after it: call " << N << "_init again after changing one of these in place:\n"
+      << " * " << commentSafe(names) << ".\n";
+  }
   h << " * Returns 0; " << N << "_ERR_NULL (-1) for a null pointer where a buffer is needed (nothing runs);\n"
     << " * 1 + i when variable i is outside its range [min, max] (nothing runs); " << N << "_strerror says what a code\n"
     << " * means. See docs/library.md. */\n"
@@ -537,7 +568,7 @@ void writeLibrary(const Manifest &m, const std::map<std::string, std::string> &k
     c2 << "    st->once = " << hex64(onceMagic) << ";\n  }\n";
   }
   for (size_t i = 0; i < m.steps.size(); ++i) {
-    if (m.steps[i].once && !plan.folded.count(i)) continue; // (above)
+    if (runsOnce(i)) continue; // (above)
     if (plan.folded.count(i)) {
       c2 << "  /* step " << i << ": " << commentSafe(m.steps[i].kernel) << ", a re-layout uopc ran: its result is baked in */\n";
       continue;

@@ -131,13 +131,12 @@ namespace {
 std::string paramName(const Param &p) { return p.name ? *p.name : "slot" + std::to_string(p.slot); }
 int64_t roundUp64(int64_t n) { return (n + 63) / 64 * 64; }
 
-/// input<N>: the exporter's name of the function's N-th Tensor argument (the caller's, never baked in).
-bool isArgument(const std::string &name) {
+} // namespace
+
+bool isFunctionArgument(const std::string &name) {
   return name.size() > 5 && name.compare(0, 5, "input") == 0 &&
          std::all_of(name.begin() + 5, name.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
 }
-
-} // namespace
 
 ParamsPlan planParams(const Manifest &m, const safetensors::Reader &reader, const std::vector<std::optional<AffineCopy>> &copies,
                       const std::string &flag, const std::string &N) {
@@ -155,7 +154,7 @@ ParamsPlan planParams(const Manifest &m, const safetensors::Reader &reader, cons
     if (it == byTensor.end()) fail(flag + ": tensor " + quote(name) + " of '" + file + "' names no parameter of the graph");
     const Param &p = m.params[it->second.first];
     std::string pname = paramName(p);
-    if (isArgument(pname) || p.role == Role::Inout) continue;
+    if (isFunctionArgument(pname) || p.role == Role::Inout) continue;
     if (p.role == Role::Output) fail(flag + ": tensor " + quote(name) + " names an output of the graph");
     std::string want = safetensors::codeOf(std::string(dtypeName(p.dtype)));
     uint64_t bytes = t.end - t.begin;

@@ -71,6 +71,9 @@ struct ParamsPlan {
   uint64_t hash = 0;                ///< XXH64 of the blob after its header (set by writeParams)
 };
 
+/// input<N>: the exporter's name of the function's N-th Tensor argument: the caller's data, never a weight.
+bool isFunctionArgument(const std::string &name);
+
 /// The plan for the weights of `reader` (the file of --embed-params or --params-file; `flag` names it in
 /// messages). A tensor names a parameter as uopc-run --inputs binds them (NAME, NAME@d, slot<N>); the
 /// exporter's function arguments (input0, input1, ...) and inout parameters stay the caller's. A once step
