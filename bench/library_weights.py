@@ -97,8 +97,8 @@ def before(args, work, g, weights, label):
     size = os.path.getsize(os.path.join(lib, "tlib.c")) / 2**20
     print(f"  {label} before: tlib.c {size:.0f} MiB of C")
     if size > args.before_cc_max_mb:
-        print(f"  {label} before: cc -O2 -c not run ({size:.0f} MiB of C is past --before-cc-max-mb {args.before_cc_max_mb}: "
-              f"ResNet-50's 384 MB took 192 s and 6.2 GB)")
+        print(f"  {label} before: cc -O2 -c not run ({size:.0f} MiB of C is past --before-cc-max-mb {args.before_cc_max_mb:g}; "
+              f"cc needs about 16 times the C's size in memory)")
     else:
         try:
             weights_model.step("cc -O2 -c tlib.c (C text)", [args.cc, "-O2", "-c", "tlib.c"], cwd=lib, figures=figures)

@@ -384,14 +384,16 @@ void writeParamsC(std::FILE *out, const std::string &path, const ParamsPlan &pla
           "static const union { _Alignas(64) unsigned char bytes[" + std::to_string(n) + "]; " + cStorageType(t.dtype) +
           " elems[" + std::to_string(std::max<int64_t>(n / size, 1)) + "]; } " + t.symbol + " = {{\n");
     }
-    text.clear();
-    for (unsigned char b : piece) {
-      if (written > 0) text += ',';
-      if (written % 24 == 0) text += written ? "\n    " : "    ";
-      text += kDecimal[b];
-      ++written;
+    for (size_t at = 0; at < piece.size(); at += size_t(1) << 20) { // (about 4 MB of text at a time)
+      text.clear();
+      for (unsigned char b : piece.substr(at, size_t(1) << 20)) {
+        if (written > 0) text += ',';
+        if (written % 24 == 0) text += written ? "\n    " : "    ";
+        text += kDecimal[b];
+        ++written;
+      }
+      put(text);
     }
-    put(text);
   });
   finish();
 }
