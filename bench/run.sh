@@ -48,6 +48,8 @@ if [ ${#QUICK[@]} -eq 0 ]; then # about 4 minutes of cc: not in --quick (test/li
   echo "== a 1,000,000-op elementwise chain end to end through C (the kernel size bound: 50 kernels)"
   /usr/bin/python3 bench/deep_chain.py --uopc "$BUILD/uopc" --uopc-run "$BUILD/uopc-run"
 fi
+echo "== a C library with its weights inside (bench/library_weights.py: a generated MLP of 256 MB, uopc and the README's build)"
+/usr/bin/python3 bench/library_weights.py --uopc "$BUILD/uopc" --uopc-run "$BUILD/uopc-run" "${QUICK[@]}"
 echo "== compile time against the number of devices (500 and 2,000 devices; linear: about 4x)"
 /usr/bin/python3 test/lit/cli/Inputs/scaling.py "$BUILD/uopc" test/lit/cli/Inputs/many-devices.py 500 2000 1e9 --emit manifest
 echo "== whole networks against ONNX Runtime, OpenVINO and tinygrad 0.14.0 (bench/networks.py; the venv of scripts/setup-python.sh)"

@@ -3,9 +3,10 @@
  *
  *   uopc mlp/graph.json -o OUT --emit library --embed-params mlp/inputs.safetensors
  *
- * into OUT/mlp.h and OUT/mlp.c (the library is named after the folder: the graph is graph.json). The weights
- * (l1.weight, l1.bias, l2.weight, l2.bias) are baked into mlp.c; the program passes only the model's input,
- * input0, a 2x4 batch, and prints the 2x3 softmax it returns. Build: cc -O2 -I OUT main.c OUT/mlp.c -lm. */
+ * into OUT/mlp.h, OUT/mlp.c and the weights (l1.weight, l1.bias, l2.weight, l2.bias): OUT/mlp_params.bin,
+ * which OUT/mlp_params.S takes with .incbin (the library is named after the folder: the graph is graph.json).
+ * The program passes only the model's input, input0, a 2x4 batch, and prints the 2x3 softmax it returns.
+ * Build: cc -O2 -I OUT main.c OUT/mlp.c OUT/mlp_params.S -lm. */
 #include "mlp.h"
 
 #include <stdio.h>

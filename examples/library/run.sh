@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The library example (a ctest): compiles examples/library/mlp (the exported MLP) into a C library with its
-# weights baked in, builds main.c against it with nothing but cc, runs it and compares what it prints with
+# weights baked in (mlp.c, and mlp_params.S, which takes them from mlp_params.bin), builds main.c against it
+# with nothing but cc, runs it and compares what it prints with
 # tinygrad's result for the same input (expected.txt, within 1e-5).
 #   examples/library/run.sh UOPC [CC]
 set -euo pipefail
@@ -10,8 +11,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 "$UOPC" "$HERE/mlp/graph.json" -o "$OUT/lib" --emit library --embed-params "$HERE/mlp/inputs.safetensors"
-(cd "$OUT/lib" && "$CC" -std=c11 -Wall -Werror -O2 -c mlp.c)
-"$CC" -std=c11 -Wall -Werror -O2 -I "$OUT/lib" "$HERE/main.c" "$OUT/lib/mlp.o" -o "$OUT/mlp" -lm
+(cd "$OUT/lib" && "$CC" -std=c11 -Wall -Werror -O2 -c mlp.c mlp_params.S)
+"$CC" -std=c11 -Wall -Werror -O2 -I "$OUT/lib" "$HERE/main.c" "$OUT/lib/mlp.o" "$OUT/lib/mlp_params.o" -o "$OUT/mlp" -lm
 "$OUT/mlp" | tee "$OUT/printed.txt"
 /usr/bin/python3 - "$OUT/printed.txt" "$HERE/expected.txt" <<'PY'
 import sys

@@ -256,7 +256,8 @@ int compileMain(int argc, char **argv) {
                "  uopc GRAPH -o DIR          compile a graph (JSON or .uopb)\n"
                "  uopc convert IN -o OUT     re-encode a graph document (JSON <-> .uopb)",
                "uopc"};
-  std::string input, outDir, targetName(kTargets[0].name), pipelineText, emit, libName, embedParams;
+  std::string input, outDir, targetName(kTargets[0].name), pipelineText, emit, libName, embedParams, paramsFile,
+      paramsFormat = "incbin";
   bool listPasses = false, stats = false;
   BackendOptions backend;
   int verbosity = 0;
@@ -308,8 +309,16 @@ int compileMain(int argc, char **argv) {
                  "or its folder's name when the stem is 'graph')");
   app.add_option("--embed-params", embedParams,
                  "--emit library: bake the input parameters this .safetensors file holds (by parameter name; the "
-                 "exporter's inputs.safetensors as it is: its input0, input1, ... stay the caller's) into NAME.c "
-                 "as constant data");
+                 "exporter's inputs.safetensors as it is: its input0, input1, ... stay the caller's) into the "
+                 "library as constant data (--params-format)");
+  app.add_option("--params-format", paramsFormat,
+                 "--embed-params: 'incbin' (default) NAME_params.bin + NAME_params.S, which takes it with .incbin "
+                 "(GNU as, clang); 'c' the bytes as C initializers in NAME.c (no assembler; slow to build when large)")
+      ->check(CLI::IsMember({"incbin", "c"}));
+  app.add_option("--params-file", paramsFile,
+                 "--emit library: pack the input parameters this .safetensors file holds (as --embed-params picks "
+                 "them) into DIR/NAME_params.bin, which the program reads or maps and gives to NAME_init (its size "
+                 "and checksum checked there)");
   app.add_flag("--list-passes", listPasses, "List the registered passes and exit");
   app.add_flag("--stats", stats,
                "Print the work model (stdout): per kernel step its ALU ops on data, loads and stores (elements "
@@ -377,8 +386,11 @@ int compileMain(int argc, char **argv) {
     // Refuse before doing any work what cannot be produced: no partial output either way.
     if (backend.gridOnHost && target.id != Target::LLVM) fail("--grid-on-host needs --target llvm");
     if (stats && emit == "graph") fail("--stats counts the work of the scheduled kernels: use --emit kernels or manifest");
-    if (emit != "library" && (app.count("--name") || app.count("--embed-params")))
-      fail(std::string(app.count("--name") ? "--name" : "--embed-params") + " is for --emit library");
+    for (const char *flag : {"--name", "--embed-params", "--params-file", "--params-format"})
+      if (emit != "library" && app.count(flag)) fail(std::string(flag) + " is for --emit library");
+    if (app.count("--embed-params") && app.count("--params-file"))
+      fail("--embed-params and --params-file are two ways to give the weights: choose one");
+    if (app.count("--params-format") && !app.count("--embed-params")) fail("--params-format is for --embed-params");
     if (emit == "library") {
       if (target.emitter != Emitter::C || target.gpu)
         fail("--emit library needs the C target (--target c), not '" + std::string(target.name) + "'");
@@ -430,9 +442,8 @@ int compileMain(int argc, char **argv) {
         std::map<std::string, std::string> sources;
         emitKernels(g, s, target, backend, artifacts, [&](const std::string &f, const std::string &t) { sources[f] = t; });
         manifest::Manifest m = manifest::fromJson(manifestJson(s, target.id, artifacts, backend.cpu), "manifest");
-        LibraryFiles lib = renderLibrary(m, sources, {libName, input, embedParams});
-        out.write(libName + ".h", lib.header);
-        out.write(libName + ".c", lib.source);
+        writeLibrary(m, sources, onceCopies(s), {libName, input, embedParams, paramsFile,
+                                                 paramsFormat == "c" ? ParamsFormat::C : ParamsFormat::Incbin}, out);
       } else {
         out.write("manifest.json", manifestJson(s, target.id, artifacts, backend.cpu));
       }

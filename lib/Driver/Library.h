@@ -1,38 +1,51 @@
 //===- Library.h - `uopc --emit library`: a compiled graph as one C library (NAME.h + NAME.c) ===//
 // The C target's kernels and the schedule that runs them, as one self-contained C11 translation unit with
 // one entry point (docs/library.md): NAME.h declares the API (typed structs of the parameters, a generic
-// table of them, the workspace size, NAME_run and NAME_run_params), NAME.c holds every kernel as a static
-// function, the helpers once, optionally the weights as constant data, and the schedule as straight-line
-// calls. The schedule is uopc-run's (Runtime/Runner.cpp) for the CPU: one arena per device, laid out one
-// after the other in the caller's workspace; a copy is a memmove; a kernel split across threads runs its
-// whole range [0, parallel) in one call. Nothing is allocated and no uopc header is needed.
+// table of them, the workspace size, NAME_init, NAME_run and NAME_run_params), NAME.c holds every kernel as a
+// static function, the helpers once, and the schedule as straight-line calls. Weights (Driver/Params.h) are
+// baked in as binary data (NAME_params.S + NAME_params.bin) or C text, or packed into NAME_params.bin for the
+// caller to give NAME_init. Once steps (a re-layout of weights) are run by uopc when their weights are baked,
+// else once per workspace (the first run, or after NAME_init), never in every run. The schedule is uopc-run's
+// (Runtime/Runner.cpp) for the CPU: one arena per device, laid out one after the other in the caller's
+// workspace; a copy is a memmove; a kernel split across threads runs its whole range [0, parallel) in one
+// call. Nothing is allocated and no uopc header is needed.
 #pragma once
 
+#include "Driver/OnceCopy.h"
+#include "Driver/OutputDir.h"
 #include "Runtime/ManifestModel.h"
 
 #include <map>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace uopc {
+
+/// How --embed-params writes the weights (docs/library.md).
+enum class ParamsFormat {
+  Incbin, ///< NAME_params.bin (the packed blob, Driver/Params.h) + NAME_params.S: .incbin, one symbol per tensor
+  C,      ///< C initializer text in NAME.c (no assembler needed; slow to compile for large weights)
+};
 
 struct LibraryOptions {
   std::string name;        ///< the C prefix of every exported name (a C identifier; defaultLibraryName)
   std::string graphName;   ///< the graph's file name, for the generated files' first comment
-  std::string embedParams; ///< a .safetensors file whose tensors become constant data ("": none)
+  std::string embedParams; ///< a .safetensors file whose tensors are baked into the library ("": none)
+  std::string paramsFile;  ///< a .safetensors file whose tensors go to NAME_params.bin, given at run time ("": none)
+  ParamsFormat format = ParamsFormat::Incbin; ///< how --embed-params writes them
 };
 
-/// The library's two files.
-struct LibraryFiles {
-  std::string header, source; ///< NAME.h, NAME.c
-};
-
-/// Renders the library of a read manifest (fromJson: its derived fields filled in) of target c whose
-/// devices are all CPUs, with `kernelSources` the text of each kernel file it names (file -> text, as the
-/// C emitter wrote it). Throws Error (one line) for what it cannot render: a GPU device, a tensor of the
-/// embed file that names no input parameter or has another dtype or size, a kernel whose text is not the
-/// C emitter's. The text is a pure function of its arguments.
-LibraryFiles renderLibrary(const manifest::Manifest &m, const std::map<std::string, std::string> &kernelSources,
-                           const LibraryOptions &options);
+/// Writes the library of a read manifest (fromJson: its derived fields filled in) of target c whose devices
+/// are all CPUs into `out`: NAME.h, NAME.c, and with weights NAME_params.bin (+ NAME_params.S when embedded
+/// with incbin). `kernelSources` is the text of each kernel file the manifest names (file -> text, as the C
+/// emitter wrote it); `copies` (per step, Driver/OnceCopy.h) the once steps uopc can run itself: with the
+/// weights they read baked in, their results are baked instead and the library never runs them. Weights are
+/// read and written one tensor at a time. Throws Error (one line) for what it cannot render: a GPU device, a
+/// tensor of the weights file that names no input parameter or has another dtype or size, a kernel whose text
+/// is not the C emitter's. The files are a pure function of the arguments.
+void writeLibrary(const manifest::Manifest &m, const std::map<std::string, std::string> &kernelSources,
+                  const std::vector<std::optional<AffineCopy>> &copies, const LibraryOptions &options, OutputDir &out);
 
 /// The default NAME for a graph file: its stem as a C identifier, or, when the stem is `graph` (the
 /// exporter's graph.json), the name of the folder holding it (`mlp/graph.json` -> `mlp`); `_model` appended

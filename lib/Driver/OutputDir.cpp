@@ -130,7 +130,7 @@ OutputDir::~OutputDir() {
   }
 }
 
-void OutputDir::write(std::string_view relPath, std::string_view bytes) {
+std::string OutputDir::path(std::string_view relPath) {
   fs::path rel(relPath);
   if (rel.empty() || rel.is_absolute()) fail("bad output file name '" + std::string(relPath) + "'");
   for (const fs::path &part : rel)
@@ -139,8 +139,10 @@ void OutputDir::write(std::string_view relPath, std::string_view bytes) {
   std::error_code ec;
   fs::create_directories(full.parent_path(), ec);
   if (ec) fail("cannot create '" + full.parent_path().string() + "': " + ec.message());
-  writeWhole(full, bytes);
+  return full.string();
 }
+
+void OutputDir::write(std::string_view relPath, std::string_view bytes) { writeWhole(path(relPath), bytes); }
 
 void OutputDir::commit() {
   std::error_code ec;

@@ -30,6 +30,9 @@ public:
 
   /// Writes `relPath` (relative, no "..") under the staging directory, creating folders.
   void write(std::string_view relPath, std::string_view bytes);
+  /// The staging path of `relPath` (checked as write() does, folders created), for a file too large to hold:
+  /// the caller creates and writes it there itself; it is committed with the rest, or removed.
+  std::string path(std::string_view relPath);
   /// Moves the staging directory to the destination (replacing an earlier output there).
   void commit();
 

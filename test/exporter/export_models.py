@@ -509,8 +509,8 @@ def library_decode(args, out, xs, want):
     with open(os.path.join(lib, "driver.c"), "w") as f:
         f.write(LIBRARY_DRIVER % {"T": Decoder.T, "D": Decoder.D})
     exe = os.path.join(lib, "decode")
-    p = subprocess.run(["cc", "-O2", "-std=c11", "-I", lib, os.path.join(lib, "kv.c"), os.path.join(lib, "driver.c"), "-o", exe, "-lm"],
-                       capture_output=True, text=True)
+    p = subprocess.run(["cc", "-O2", "-std=c11", "-I", lib, os.path.join(lib, "kv.c"), os.path.join(lib, "kv_params.S"),
+                        os.path.join(lib, "driver.c"), "-o", exe, "-lm"], capture_output=True, text=True)
     if p.returncode:
         return f"cc: {p.stderr.strip().splitlines()[-3:]}"
     xs_file, out_file = os.path.join(lib, "xs.bin"), os.path.join(lib, "out.bin")

@@ -6,13 +6,17 @@ it with `cc -std=c11 -Wall -Werror -O2 -c tlib.c`, link it with test/library/dri
 tlib_run_params), run it on the case's inputs and compare the outputs with tinygrad's (run_interpret.py's
 comparison: floats within the case's tolerance, integers and bools exactly). A case with variables also runs
 with one out of its range and must get 1 + its index back. The model cases (tag "model") run a second time
-with --embed-params: every input slot but the first is written to a .safetensors file (named as the library
-names them, slot<N>) and baked in; the library must then take only the first input.
+with their weights given by file: every input slot but the first is written to a .safetensors file (named as the
+library names them, slot<N>) and baked in with --embed-params (as binary data: tlib_params.S + tlib_params.bin;
+and as C text, --params-format c), or packed with --params-file into tlib_params.bin, which the driver gives
+tlib_init; the library must then take only the first input. The driver runs every library twice on one
+workspace (what it keeps there between runs, weights it re-laid out, must not change the outputs).
 
 One line per case and mode (PASS/FAIL with the reason), then `N passed, M failed[, K skipped]`. Exits 1 when
 anything failed. Without a corpus it prints a visible skip line and exits 0.
 """
 import argparse
+import filecmp
 import json
 import os
 import struct
@@ -69,11 +73,18 @@ def build(case_dir, tmp, tag, args, extra=()):
         with open(os.path.join(outs[0], f), "rb") as a, open(os.path.join(outs[1], f), "rb") as b:
             if a.read() != b.read():
                 raise RuntimeError(f"two compiles wrote different {f}")
+    for f in sorted(os.listdir(outs[0])):
+        if f.startswith("tlib_params.") and not filecmp.cmp(os.path.join(outs[0], f), os.path.join(outs[1], f), shallow=False):
+            raise RuntimeError(f"two compiles wrote different {f}")
     lib = outs[0]
+    objs = [os.path.join(lib, "tlib.o")]
     run([args.cc, "-std=c11", "-Wall", "-Werror", "-O2", "-c", "tlib.c", "-o", "tlib.o"], args, "cc tlib.c", cwd=lib)
+    if os.path.exists(os.path.join(lib, "tlib_params.S")):  # --embed-params: the weights, .incbin'd from tlib_params.bin
+        run([args.cc, "-c", "tlib_params.S", "-o", "tlib_params.o"], args, "cc tlib_params.S", cwd=lib)
+        objs.append(os.path.join(lib, "tlib_params.o"))
     exe = os.path.join(tmp, f"{tag}-driver")
-    run([args.cc, "-std=c11", "-Wall", "-Werror", "-O2", "-I", lib, os.path.join(HERE, "driver.c"),
-         os.path.join(lib, "tlib.o"), "-o", exe, "-lm"], args, "cc driver.c")
+    run([args.cc, "-std=c11", "-Wall", "-Werror", "-O2", "-I", lib, os.path.join(HERE, "driver.c"), *objs, "-o", exe, "-lm"],
+        args, "cc driver.c")
     return exe
 
 
@@ -89,7 +100,7 @@ def describe(exe, args):
     return params, variables
 
 
-def check_case(case_dir, case, tmp, tag, args, embed=False):
+def check_case(case_dir, case, tmp, tag, args, embed=None):
     """'' when the case passes in this mode, else the reason (raises RuntimeError for a failed command)."""
     tol = case.get("tolerance") or {}
     rtol, atol = float(tol.get("rtol", 0.0)), float(tol.get("atol", 0.0))
@@ -98,7 +109,7 @@ def check_case(case_dir, case, tmp, tag, args, embed=False):
     for p in case["params"]:
         if p.get("kind") == "var" and p.get("name") and "value" in p:
             values.setdefault(p["name"], p["value"])
-    extra, baked = [], set()
+    extra, baked, driver_opts = [], set(), []
     if embed:
         exe = build(case_dir, tmp, tag + "-plain", args)
         params, _ = describe(exe, args)
@@ -114,7 +125,10 @@ def check_case(case_dir, case, tmp, tag, args, embed=False):
             return "no weights to bake in"
         st = os.path.join(tmp, "weights.safetensors")
         write_safetensors(st, tensors)
-        extra = ["--embed-params", st]
+        extra = {"incbin": ["--embed-params", st], "c": ["--embed-params", st, "--params-format", "c"],
+                 "file": ["--params-file", st]}[embed]
+        if embed == "file":
+            driver_opts = ["--params-file", os.path.join(tmp, f"{tag}0", "tlib_params.bin")]
     exe = build(case_dir, tmp, tag, args, extra)
     params, variables = describe(exe, args)
     if baked & {q["slot"] for q in params}:
@@ -140,7 +154,7 @@ def check_case(case_dir, case, tmp, tag, args, embed=False):
         var_args = [str(values[v["name"]]) for v in variables]
     except KeyError as e:
         return f"no value for variable {e}"
-    run([exe, *var_args, "--", *entries], args, "driver")
+    run([exe, *driver_opts, *var_args, "--", *entries], args, "driver")
     why, _ = check_outputs(case_dir, case, outputs, rtol, atol)
     if why:
         return why
@@ -149,18 +163,20 @@ def check_case(case_dir, case, tmp, tag, args, embed=False):
         if v["max"] < 2**62:
             bad = list(var_args)
             bad[i] = str(v["max"] + 1)
-            run([exe, "--expect-rc", str(i + 1), *bad, "--", *entries], args, f"driver with {v['name']} out of range")
+            run([exe, *driver_opts, "--expect-rc", str(i + 1), *bad, "--", *entries], args, f"driver with {v['name']} out of range")
     return ""
 
 
 def run_case(name, case_dir, args):
-    """[(status, label, reason)] for one case: the plain library, and for a model case the embedded one."""
+    """[(status, label, reason)] for one case: the plain library, and for a model case its weights given three ways."""
     with open(os.path.join(case_dir, "case.json")) as f:
         case = json.load(f)
     devices = {d for p in case["params"] for d in p.get("devices") or []}
     if any(d.split(":")[0] not in CPU for d in devices):
         return [("SKIP", name, "not on CPU devices")]
-    modes = [("library", False)] + ([("embed", True)] if "model" in (case.get("tags") or []) else [])
+    modes = [("library", None)]
+    if "model" in (case.get("tags") or []):
+        modes += [("embed", "incbin"), ("embed-c", "c"), ("params-file", "file")]
     results = []
     for label, embed in modes:
         with tempfile.TemporaryDirectory(prefix="uopc-library-") as tmp:

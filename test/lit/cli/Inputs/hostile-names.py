@@ -1,9 +1,12 @@
 """The table of hostile names (issue 30): for each row, compiles a graph whose parameters (or variable) carry
 those names with `uopc --emit library` and `uopc -o`, then builds what it wrote: NAME.c with gcc -Wall
 -Werror in its default (GNU) mode and in -std=c11, the header alone with g++ -Wall -Werror, and every kernel
-file with gcc -Wall -Werror; and checks that no name reached a comment end or a line break. Prints one
+file with gcc -Wall -Werror; with a parameter's weights given by file (--embed-params as binary data and as C
+text, --params-file), NAME.c and NAME_params.S too; and checks that no name reached a comment end or a line break. Prints one
 line per row, `ok ROW` or `FAIL ROW: why`. Usage: hostile-names.py UOPC GRAPH_SCRIPT WORKDIR"""
+import json
 import os
+import struct
 import subprocess
 import sys
 
@@ -65,6 +68,29 @@ for label, mode, names in ROWS:
                     why.append("%s: a comment ends early: %r" % (f, line[:120]))
                 if any(c < 0x20 and c != 9 for c in line):
                     why.append("%s: a control character: %r" % (f, line[:120]))
+    if mode == "params":  # y's weights given by file, the three ways: its name reaches only comments
+        st = d + "-y.safetensors"
+        header = json.dumps({names[2]: {"dtype": "F32", "shape": [8], "data_offsets": [0, 32]}}).encode()
+        with open(st, "wb") as f:
+            f.write(struct.pack("<Q", len(header)) + header + struct.pack("<8f", *range(8)))
+        for form, flags in (("incbin", ["--embed-params", st]), ("c", ["--embed-params", st, "--params-format", "c"]),
+                            ("file", ["--params-file", st])):
+            wlib = f"{d}-{form}"
+            r = run([uopc, graph, "-o", wlib, "--emit", "library", "--name", "lib"] + flags)
+            if r.returncode:
+                why.append(f"uopc --emit library ({form}): " + r.stderr.decode(errors="replace").strip())
+                continue
+            sources = ["lib.c"] + (["lib_params.S"] if form == "incbin" else [])
+            for src in sources:
+                r = run(["gcc", "-Wall", "-Werror", "-O0", "-c", src, "-o", "/dev/null"], cwd=wlib)
+                if r.returncode:
+                    why.append("gcc %s (%s): %s" % (src, form, r.stderr.decode(errors="replace").strip()[:300]))
+            for f in sources:
+                for line in open(os.path.join(wlib, f), "rb").read().split(b"\n"):
+                    if b"/*" in line and line.count(b"*/") > 1:
+                        why.append("%s (%s): a comment ends early: %r" % (f, form, line[:120]))
+                    if any(c < 0x20 and c != 9 for c in line):
+                        why.append("%s (%s): a control character: %r" % (f, form, line[:120]))
     r = run([uopc, graph, "-o", ker])
     if r.returncode:
         why.append("uopc -o: " + r.stderr.decode(errors="replace").strip())
