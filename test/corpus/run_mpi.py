@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """One process per device: every multi-device case of the given corpora (a case whose manifest has more than
 one device) compiled with `uopc` (C target), run by `uopc-run` in one process, then under
-`mpirun -np 2` and `-np 4` (device d on process d % N), and the written outputs compared byte for byte with the
+`mpirun -np 2` and `-np 4` (device d on process d % N; -np 3 too for 4 devices), and the written outputs compared byte for byte with the
 one-process run's. A case of fewer than 4 devices must refuse `-np 4` before running (checked too). With
 --exporter-models, the exporter's sharded model (sharded_2dev: its inputs.safetensors, --outputs) across 2
 processes the same way. Each process must print its `rank R/N: devices ...` line (-v).
@@ -98,7 +98,7 @@ def main() -> int:
         if p.returncode != 0:
             return report(f"{name} np=1", f"uopc-run exit {p.returncode}: {last_line(p.stderr)}")
         report(f"{name} np=1", "")
-        for n in (2, 4):
+        for n in (2, 3, 4) if ndev >= 4 else (2, 4):  # (3: a count that does not divide the devices)
             extra, outs = base_cmd(f"np{n}")
             p = subprocess.run(mpirun + ["-np", str(n), args.uopc_run, manifest_path, "-v"] + extra, capture_output=True,
                                text=True, env=env, timeout=args.timeout)
