@@ -47,6 +47,18 @@ Json refJson(const Ref &r) {
   return j;
 }
 
+/// The device holding `r`, by name (a manifest being written has no derived indices yet); "" when unknown.
+std::string deviceName(const Manifest &m, const Ref &r) {
+  const std::vector<std::string> *devs = nullptr;
+  if (r.isParam) {
+    for (const Param &p : m.params)
+      if (p.slot == r.id) devs = &p.devices;
+  } else if (r.id >= 0 && static_cast<size_t>(r.id) < m.buffers.size()) {
+    devs = &m.buffers[static_cast<size_t>(r.id)].devices;
+  }
+  return devs && r.dev < devs->size() ? (*devs)[r.dev] : std::string();
+}
+
 Json estimateJson(const Estimate &e) {
   if (const int64_t *v = std::get_if<int64_t>(&e)) return *v;
   return std::get<std::string>(e);
@@ -331,6 +343,13 @@ struct Reader {
         st.bytes = intField(s, "bytes", where, 0);
         if (st.bytes > m.bytesOf(st.src) || st.bytes > m.bytesOf(st.dst))
           fail("manifest: " + where + " copies more bytes than its buffers hold");
+        if (m.deviceOf(st.dst) != st.deviceIndex)
+          fail("manifest: " + where + " runs on " + quote(st.device) + " but writes " + m.describe(st.dst));
+        st.fromIndex = m.deviceOf(st.src);
+        st.from = m.devices[st.fromIndex].name;
+        if (s.contains("from") && strField(s, "from", where) != st.from)
+          fail("manifest: " + where + ".from " + quote(strField(s, "from", where)) + " is not the device of its source, " +
+               m.describe(st.src));
       } else if (kind == "kernel") {
         kernelStep(s, where, st, gpu, symbolFiles);
       } else {
@@ -352,6 +371,18 @@ struct Reader {
     for (const fs::path &part : rel) ok = ok && part != ".." && part != ".";
     if (!ok) fail("manifest: " + where + ".file " + quote(st.file) + " must be a relative path inside the output directory");
     for (const Json &a : arrField(s, "args", where)) st.args.push_back(ref(a, where + ".args"));
+    for (size_t a = 0; a < st.args.size(); ++a)
+      if (m.deviceOf(st.args[a]) != st.deviceIndex) st.remoteArgs.push_back(a);
+    if (const Json *r = optField(s, "remote_args")) {
+      std::vector<size_t> given;
+      if (!r->is_array()) fail("manifest: " + where + ".remote_args is not a list of argument indices");
+      for (const Json &x : *r) {
+        if (!x.is_number_unsigned()) fail("manifest: " + where + ".remote_args is not a list of argument indices");
+        given.push_back(x.get<size_t>());
+      }
+      if (given != st.remoteArgs)
+        fail("manifest: " + where + ".remote_args does not list exactly the arguments on other devices than " + quote(st.device));
+    }
     for (const Json &v : arrField(s, "vars", where)) {
       if (!v.is_string()) fail("manifest: " + where + ".vars holds a non-string");
       std::string name = v.get<std::string>();
@@ -548,6 +579,7 @@ std::string toJson(const Manifest &m) {
     if (s.isCopy()) {
       e["kind"] = "copy";
       e["device"] = s.device;
+      e["from"] = deviceName(m, s.src);
       e["src"] = refJson(s.src);
       e["dst"] = refJson(s.dst);
       e["bytes"] = s.bytes;
@@ -561,6 +593,10 @@ std::string toJson(const Manifest &m) {
       Json args = Json::array();
       for (const Ref &r : s.args) args.push_back(refJson(r));
       e["args"] = args;
+      Json remote = Json::array();
+      for (size_t a = 0; a < s.args.size(); ++a)
+        if (deviceName(m, s.args[a]) != s.device) remote.push_back(a);
+      if (!remote.empty()) e["remote_args"] = remote;
       e["vars"] = s.vars;
       if (s.global) e["global"] = *s.global;
       if (s.local) e["local"] = *s.local;

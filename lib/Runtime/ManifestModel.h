@@ -102,9 +102,15 @@ struct Step {
   /// Runs in the first run after the inputs are loaded only (a re-layout of weights; Schedule's SchedStep::once).
   bool once = false;
   std::optional<Estimates> estimates;
+  /// Arguments (indices into args) that live on another device than the step's (a MSTACK operand: the kernel
+  /// selects its own device's one, but loads every operand). Written as "remote_args"; a multi-process run
+  /// (Runtime/Mpi.h) ships them to the step's rank before it runs. Read: derived (checked when given).
+  std::vector<size_t> remoteArgs;
   // copies
   Ref src, dst;
   int64_t bytes = 0;
+  std::string from;     ///< the source's device (written as "from"; a copy crosses devices when from != device)
+  size_t fromIndex = 0; ///< read: its index in Manifest::devices
 
   bool isCopy() const { return kind == Kind::Copy; }
   /// "k0 @ CPU" / "copy -> CPU:1": for --bench and messages.

@@ -7,6 +7,7 @@
 #include "Runtime/Cuda.h"
 #include "Runtime/KernelCache.h"
 #include "Runtime/ManifestModel.h"
+#include "Runtime/Mpi.h"
 #include "Targets/LLVMJit.h"
 
 #include <algorithm>
@@ -27,6 +28,7 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -177,9 +179,22 @@ private:
   bool stop_ = false;
 };
 
+/// Where a rank's time went (one process per device): reading or receiving the inputs, its kernels, the
+/// copies and remote arguments that cross ranks (waiting for the peer included) and within it.
+struct RankTimes {
+  double inputs = 0, kernels = 0, transfers = 0, localCopies = 0, outputs = 0;
+  uint64_t messages = 0, bytes = 0;
+};
+
 class CpuBackend final : public Backend {
 public:
-  CpuBackend(const Manifest &m, const fs::path &dir, int threads) : m_(m), dir_(dir), pool_(threads) {}
+  /// `comm`: this process runs only the devices of its rank (RankTimes, ManifestRunRequest::comm); null: all.
+  /// `given` (with comm): per parameter, whether rank 0 holds an input for it.
+  CpuBackend(const Manifest &m, const fs::path &dir, int threads, Comm *comm = nullptr, std::vector<char> given = {})
+      : m_(m), dir_(dir), pool_(threads), comm_(comm), given_(std::move(given)) {}
+  const RankTimes &rankTimes() const { return times_; }
+  int rankOf(size_t device) const { return comm_ ? static_cast<int>(device % static_cast<size_t>(comm_->size())) : 0; }
+  bool owns(size_t device) const { return !comm_ || rankOf(device) == comm_->rank(); }
 
   /// Where part t of a split loop of n iterations in `parts` parts starts (part `parts` starts at n). Where
   /// every part gets at least kGrain iterations, parts start at multiples of kGrain: a loop the compiler
@@ -202,14 +217,21 @@ public:
 
   void prepare() override {
     compile();
-    for (const manifest::Device &d : m_.devices) arenas_.push_back(allocate(d.arenaBytes));
+    // (one process per device: only this rank's devices get memory, and a copy of each argument of its
+    // kernels that lives on another rank)
+    for (size_t d = 0; d < m_.devices.size(); ++d) arenas_.push_back(owns(d) ? allocate(m_.devices[d].arenaBytes) : Mem());
     for (const Param &p : m_.params) {
       data_.emplace_back();
-      for (size_t d = 0; d < p.devices.size(); ++d) data_.back().push_back(allocate(p.bytes));
+      for (size_t d = 0; d < p.devices.size(); ++d) data_.back().push_back(owns(p.deviceIndex[d]) ? allocate(p.bytes) : Mem());
     }
+    for (const Step &s : m_.steps)
+      if (!s.isCopy() && owns(s.deviceIndex))
+        for (size_t a : s.remoteArgs)
+          if (const Ref &r = s.args[a]; !owns(m_.deviceOf(r)) && !remote_.count(key(r))) remote_[key(r)] = allocate(m_.bytesOf(r));
   }
 
   void load(const Inputs &inputs) override {
+    if (comm_) return loadRanks(inputs);
     // the once steps run again when a parameter they read changes (--bench loads the same inputs each run)
     std::set<size_t> onceReads;
     for (const Step &s : m_.steps)
@@ -240,8 +262,22 @@ public:
       const Step &s = m_.steps[i];
       if (s.once && onceDone_) continue; // (its result, a re-layout of weights, is still in its buffer)
       auto t0 = std::chrono::steady_clock::now();
+      // One process per device: every rank walks the same steps in the same order, so each send meets its
+      // receive (blocking, one pair at a time: the earliest pending transfer can always complete).
+      if (comm_ && !crossRanks(s)) continue;
       if (s.isCopy()) {
-        std::memmove(pointer(s.dst), pointer(s.src), static_cast<size_t>(s.bytes));
+        if (!comm_ || rankOf(s.fromIndex) == rankOf(s.deviceIndex)) {
+          std::memmove(pointer(s.dst), pointer(s.src), static_cast<size_t>(s.bytes));
+          if (comm_) times_.localCopies += secondsSince(t0);
+        } else if (owns(s.fromIndex)) {
+          comm_->send(pointer(s.src), static_cast<uint64_t>(s.bytes), rankOf(s.deviceIndex));
+          note(t0, s.bytes);
+        } else {
+          comm_->recv(pointer(s.dst), static_cast<uint64_t>(s.bytes), rankOf(s.fromIndex));
+          note(t0, s.bytes);
+        }
+      } else if (!owns(s.deviceIndex)) {
+        continue; // (crossRanks sent the arguments it needs from here)
       } else {
         bufs.clear();
         vals.clear();
@@ -261,6 +297,7 @@ public:
             entry(bufs.data(), v.data());
           });
         }
+        if (comm_) times_.kernels += secondsSince(t0);
       }
       if (times) (*times)[i] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
@@ -269,6 +306,23 @@ public:
 
   void read(size_t param, size_t dev, void *dst) override {
     std::memcpy(dst, data_[param][dev].get(), static_cast<size_t>(m_.params[param].bytes));
+  }
+
+  /// One process per device, rank 0 only: the parameter's `dev` from the rank that holds it.
+  void gather(size_t param, size_t dev, void *dst) {
+    auto t0 = std::chrono::steady_clock::now();
+    int from = rankOf(m_.params[param].deviceIndex[dev]);
+    if (from == comm_->rank()) read(param, dev, dst);
+    else comm_->recv(dst, static_cast<uint64_t>(m_.params[param].bytes), from);
+    times_.outputs += secondsSince(t0);
+  }
+  /// One process per device, every rank but 0: sends its devices of the parameter to rank 0 (gather's peer).
+  void sendToRoot(size_t param) {
+    auto t0 = std::chrono::steady_clock::now();
+    const Param &q = m_.params[param];
+    for (size_t d = 0; d < q.devices.size(); ++d)
+      if (owns(q.deviceIndex[d])) comm_->send(data_[param][d].get(), static_cast<uint64_t>(q.bytes), 0);
+    times_.outputs += secondsSince(t0);
   }
 
 private:
@@ -282,8 +336,71 @@ private:
   ThreadPool pool_;                // the threads of split kernels
   bool onceDone_ = false;          // the once steps ran since the inputs were loaded
   std::vector<std::vector<InputRegion>> loadedFrom_; // per param, per device: where the last load read it
+  Comm *comm_ = nullptr;                             // one process per device: this rank's peers
+  std::vector<char> given_;                          // with comm_: per param, whether rank 0 has its input
+  std::map<std::tuple<bool, size_t, size_t>, Mem> remote_; // with comm_: this rank's copy of another's argument
+  RankTimes times_;
+
+  static std::tuple<bool, size_t, size_t> key(const Ref &r) { return {r.isParam, r.index, r.dev}; }
+  static double secondsSince(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  void note(std::chrono::steady_clock::time_point t0, int64_t bytes) {
+    times_.transfers += secondsSince(t0);
+    times_.messages += 1;
+    times_.bytes += static_cast<uint64_t>(bytes);
+  }
+
+  /// One process per device, before step `s`: a kernel's arguments on other ranks' devices go to its rank
+  /// (sent by their holders, received into remote_). False when this rank has nothing to do for `s`.
+  bool crossRanks(const Step &s) {
+    if (s.isCopy()) return owns(s.fromIndex) || owns(s.deviceIndex);
+    int at = rankOf(s.deviceIndex);
+    for (size_t a : s.remoteArgs) {
+      const Ref &r = s.args[a];
+      size_t dev = m_.deviceOf(r);
+      if (rankOf(dev) == at) continue;
+      auto t0 = std::chrono::steady_clock::now();
+      if (at == comm_->rank()) comm_->recv(pointer(r), static_cast<uint64_t>(m_.bytesOf(r)), rankOf(dev));
+      else if (owns(dev)) comm_->send(pointer(r), static_cast<uint64_t>(m_.bytesOf(r)), at);
+      else continue;
+      note(t0, m_.bytesOf(r));
+    }
+    return owns(s.deviceIndex);
+  }
+
+  /// load() with one process per device: rank 0 reads every given input and sends each device's shard to
+  /// the rank that holds it; the others receive theirs. Parameters without an input start zeroed.
+  void loadRanks(const Inputs &inputs) {
+    auto t0 = std::chrono::steady_clock::now();
+    onceDone_ = false; // (the other ranks do not see where inputs come from: the once steps run again)
+    std::vector<unsigned char> staging;
+    for (size_t i = 0; i < m_.params.size(); ++i) {
+      const Param &q = m_.params[i];
+      for (size_t d = 0; d < q.devices.size(); ++d) {
+        int holder = rankOf(q.deviceIndex[d]);
+        void *dst = owns(q.deviceIndex[d]) ? data_[i][d].get() : nullptr;
+        if (!given_[i]) {
+          if (dst) std::memset(dst, 0, static_cast<size_t>(q.bytes));
+        } else if (comm_->rank() == 0) {
+          const InputRegion &r = inputs.at(q.slot)[d];
+          if (dst) {
+            readRegion(r, dst);
+          } else {
+            staging.resize(static_cast<size_t>(q.bytes));
+            readRegion(r, staging.data());
+            comm_->send(staging.data(), static_cast<uint64_t>(q.bytes), holder);
+          }
+        } else if (dst) {
+          comm_->recv(dst, static_cast<uint64_t>(q.bytes), 0);
+        }
+      }
+    }
+    times_.inputs += secondsSince(t0);
+  }
 
   void *pointer(const Ref &r) const {
+    if (comm_ && !owns(m_.deviceOf(r))) return remote_.at(key(r)).get();
     if (r.isParam) return data_[r.index][r.dev].get();
     const Buffer &b = m_.buffers[r.index];
     return arenas_[b.deviceIndex[r.dev]].get() + b.offsets[r.dev];
@@ -524,6 +641,24 @@ void runManifest(const ManifestRunRequest &req, std::ostream &out) {
   fs::path dir = fs::path(req.manifestPath).parent_path();
   Manifest m = manifest::readFile(req.manifestPath);
   manifest::checkSignatures(m, dir);
+  Comm *comm = req.comm;
+  int rank = comm ? comm->rank() : 0, nranks = comm ? comm->size() : 1;
+  if (comm) {
+    // (every rank reads the same manifest and refuses the same way, before any step runs)
+    if (static_cast<size_t>(nranks) > m.devices.size())
+      fail("launched as " + std::to_string(nranks) + " processes, but the manifest has " + std::to_string(m.devices.size()) +
+           " device(s): device d runs on process d % N, so N may be at most " + std::to_string(m.devices.size()));
+    if (targetInfo(m.target).gpu)
+      fail("one process per device runs CPU manifests (targets c and llvm); a " + std::string(targetInfo(m.target).name) +
+           " manifest runs in one process (docs/distributed.md: NCCL)");
+  }
+  if (req.verbose) {
+    std::string devs, names;
+    for (size_t d = 0; d < m.devices.size(); ++d)
+      if (static_cast<int>(d % static_cast<size_t>(nranks)) == rank)
+        devs += (devs.empty() ? "" : ",") + std::to_string(d), names += (names.empty() ? "" : ", ") + m.devices[d].name;
+    out << "rank " << rank << "/" << nranks << ": devices " << (devs.empty() ? "none" : devs + " (" + names + ")") << std::endl;
+  }
 
   // check every request against the manifest before compiling anything
   std::vector<int64_t> varValues;
@@ -547,6 +682,8 @@ void runManifest(const ManifestRunRequest &req, std::ostream &out) {
            ", " + std::to_string(v.max) + "]");
     varValues.push_back(it->second);
   }
+  if (comm && !varValues.empty()) // (rank 0's values, whatever the others were given)
+    comm->bcast(varValues.data(), varValues.size() * sizeof(int64_t), 0);
   auto paramFor = [&](int64_t slot, size_t nfiles, const char *flag) -> const Param & {
     const Param *p = m.paramOfSlot(slot);
     if (!p) fail(std::string(flag) + " " + std::to_string(slot) + ": the manifest has no buffer slot " + std::to_string(slot));
@@ -557,6 +694,7 @@ void runManifest(const ManifestRunRequest &req, std::ostream &out) {
     return q;
   };
   Inputs inputs;
+  if (rank == 0) { // (one process per device: rank 0 alone reads the inputs and writes the outputs)
   for (const auto &[slot, files] : req.inputFiles) {
     const Param &q = paramFor(slot, files.size(), "--input");
     for (const std::string &f : files) {
@@ -583,22 +721,58 @@ void runManifest(const ManifestRunRequest &req, std::ostream &out) {
       fail("slot " + std::to_string(q.slot) + " is an " + std::string(manifest::roleName(q.role)) + " of the function: pass --input " +
            std::to_string(q.slot) + "=FILE" + (q.devices.size() > 1 ? "[,FILE...] (one per device)" : ""));
   for (const auto &[slot, files] : req.outputFiles) paramFor(slot, files.size(), "--output");
+  }
+  // one process per device: which parameters rank 0 has inputs for, and which outputs it writes
+  std::vector<char> given(m.params.size(), 0);
+  std::vector<int64_t> written; // indices into m.params, in the order of req.outputFiles
+  if (rank == 0) {
+    for (size_t i = 0; i < m.params.size(); ++i) given[i] = inputs.count(m.params[i].slot) ? 1 : 0;
+    for (const auto &[slot, files] : req.outputFiles) written.push_back(m.paramOfSlot(slot) - m.params.data());
+  }
+  if (comm) {
+    comm->bcast(given.data(), given.size(), 0);
+    int64_t n = static_cast<int64_t>(written.size());
+    comm->bcast(&n, sizeof n, 0);
+    written.resize(static_cast<size_t>(n));
+    if (n) comm->bcast(written.data(), written.size() * sizeof(int64_t), 0);
+  }
 
+  int threads = req.threads;
+  if (threads <= 0) // (one per core, shared among the processes of this host)
+    threads = std::max(1, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())) / (comm ? std::max(1, comm->localSize()) : 1));
   std::unique_ptr<Backend> backend;
-  if (targetInfo(m.target).gpu) backend = std::make_unique<CudaBackend>(m, dir);
-  else backend = std::make_unique<CpuBackend>(m, dir, req.threads > 0 ? req.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  CpuBackend *cpu = nullptr;
+  if (targetInfo(m.target).gpu) {
+    backend = std::make_unique<CudaBackend>(m, dir);
+  } else {
+    auto c = std::make_unique<CpuBackend>(m, dir, threads, comm, given);
+    cpu = c.get();
+    backend = std::move(c);
+  }
   backend->prepare();
   backend->load(inputs);
   backend->run(varValues, nullptr);
   std::vector<unsigned char> host;
-  for (const auto &[slot, files] : req.outputFiles) {
-    const Param &q = *m.paramOfSlot(slot);
-    size_t index = static_cast<size_t>(&q - m.params.data());
-    host.resize(static_cast<size_t>(q.bytes));
-    for (size_t d = 0; d < files.size(); ++d) {
-      backend->read(index, d, host.data());
-      writeWhole(files[d], host.data(), host.size());
+  if (comm && rank != 0) {
+    for (int64_t i : written) cpu->sendToRoot(static_cast<size_t>(i));
+  } else {
+    for (const auto &[slot, files] : req.outputFiles) {
+      const Param &q = *m.paramOfSlot(slot);
+      size_t index = static_cast<size_t>(&q - m.params.data());
+      host.resize(static_cast<size_t>(q.bytes));
+      for (size_t d = 0; d < files.size(); ++d) {
+        if (comm) cpu->gather(index, d, host.data());
+        else backend->read(index, d, host.data());
+        writeWhole(files[d], host.data(), host.size());
+      }
     }
+  }
+  if (req.verbose && cpu && comm) {
+    const RankTimes &t = cpu->rankTimes();
+    out << std::fixed << std::setprecision(3) << "rank " << rank << "/" << nranks << ": inputs " << t.inputs << " s, kernels "
+        << t.kernels << " s, transfers " << t.transfers << " s (" << t.messages << " message(s), " << t.bytes
+        << " bytes, waiting included), copies within the rank " << t.localCopies << " s, outputs " << t.outputs << " s"
+        << std::endl;
   }
   if (req.bench > 0) {
     std::vector<double> times(m.steps.size(), 0.0);
@@ -611,6 +785,7 @@ void runManifest(const ManifestRunRequest &req, std::ostream &out) {
       for (size_t k = 0; k < once.size(); ++k) times[k] += once[k], t += once[k];
       totals.push_back(t);
     }
+    if (rank != 0) return; // (rank 0 prints the figures: its own steps' times)
     out << "step  what                                  mean_us\n";
     for (size_t k = 0; k < m.steps.size(); ++k)
       out << std::left << std::setw(6) << k << std::setw(38) << m.steps[k].label() << std::right << std::fixed

@@ -20,6 +20,8 @@
 
 namespace uopc {
 
+class Comm;
+
 /// Where an input's bytes are: `size` bytes of the file `path` from `offset` (an --input file: all of it;
 /// a tensor of an --inputs safetensors file: its data). They are read straight into the parameter's buffer
 /// at each load: a network's weights are read once, not copied through temporary files and strings.
@@ -43,6 +45,14 @@ struct ManifestRunRequest {
   /// CPU targets: threads that share a kernel's split loop (0: one per core of this machine). Results do
   /// not depend on it: a split hands each thread whole output elements, never part of a reduction.
   int threads = 0;
+  /// One process per device (mpirun uopc-run, Runtime/Mpi.h): this rank runs the steps of the devices d with
+  /// d % size == rank; a copy between ranks is a send and a receive, a kernel's argument on another rank's
+  /// device (a step's remote_args) is sent to it before it runs. Rank 0 alone reads the inputs (inputFiles,
+  /// inputRegions: the other ranks' may be empty) and sends each device's shard to its rank, and alone writes
+  /// outputFiles, gathered from the ranks. Null: every device in this process.
+  Comm *comm = nullptr;
+  /// Prints `rank R/N: devices D,...` before the run and where its time went after it (to `out`).
+  bool verbose = false;
 };
 
 /// Parses and checks a manifest's text as runManifest does before it compiles anything (the kernel files'

@@ -32,7 +32,7 @@ Json fullManifest() {
   {"kind": "kernel", "kernel": "k0", "device": "CPU", "device_num": 0, "file": "kernels/CPU/k0.ll", "symbol": "k0_CPU",
    "args": [{"param": 0, "dev": 0}, {"buffer": 0, "dev": 0}], "vars": ["n"], "global": [4, 1, 1], "local": [32, 1, 1],
    "estimates": {"ops": 12, "loads": "3*n", "load_bytes": "12*n", "stores": 20, "store_bytes": 80}},
-  {"kind": "copy", "device": "CPU:1", "src": {"param": 0, "dev": 0}, "dst": {"param": 0, "dev": 1}, "bytes": 80}],
+  {"kind": "copy", "device": "CPU:1", "from": "CPU", "src": {"param": 0, "dev": 0}, "dst": {"param": 0, "dev": 1}, "bytes": 80}],
  "vars": [{"name": "n", "slot": 2, "min": 1, "max": 4, "names": ["n", "p2"]}]
 })");
 }
@@ -62,6 +62,8 @@ TEST_CASE("manifest: toJson writes back what fromJson read, byte for byte", "[ma
   CHECK(m.vars[0].names == std::vector<std::string>{"n", "p2"});
   CHECK(m.steps[0].label() == "k0 @ CPU");
   CHECK(m.steps[1].label() == "copy -> CPU:1");
+  CHECK(m.steps[1].fromIndex == 0); // (a copy across devices: one process per device sends and receives it)
+  CHECK(m.steps[0].remoteArgs.empty());
   CHECK(m.describe(m.steps[1].dst) == "param 0 on CPU:1");
   CHECK(m.kernelFiles() == std::vector<std::string>{"kernels/CPU/k0.ll"});
   CHECK(m.cpuName() == "x86-64-v3");

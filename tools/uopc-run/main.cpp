@@ -4,6 +4,7 @@
 #include "IR/Version.h"
 #include "Interp/Interpreter.h"
 #include "Passes/PassManager.h"
+#include "Runtime/Mpi.h"
 #include "Runtime/Runner.h"
 #include "Runtime/Safetensors.h"
 
@@ -33,11 +34,13 @@ int main(int argc, char **argv) {
                "  uopc-run --interpret GRAPH [--pass-pipeline P] --input SLOT=FILE[,FILE...]\n"
                "           --output SLOT=FILE[,FILE...] [--var NAME=VALUE]\n"
                "Files are raw little-endian bytes, one per device of the slot, in the order of its devices.\n"
-               "A ptx manifest runs through the CUDA driver (libcuda.so.1, or $UOPC_LIBCUDA): device i on GPU i % count.",
+               "A ptx manifest runs through the CUDA driver (libcuda.so.1, or $UOPC_LIBCUDA): device i on GPU i % count.\n"
+               "Under mpirun -np N (N at most the manifest's devices): device d runs in process d % N; process 0 reads\n"
+               "the inputs and writes the outputs (docs/distributed.md).",
                "uopc-run"};
   uopc::RunRequest req;
   std::vector<std::string> inputs, outputs, vars;
-  bool listPasses = false;
+  bool listPasses = false, verbose = false;
   std::string manifest;
   int bench = 0, threads = 0;
   app.set_version_flag("--version", uopc::versionText("uopc-run"), "Print uopc-run's version, its LLVM's and the formats it reads");
@@ -58,6 +61,8 @@ int main(int argc, char **argv) {
                                        "(NAME, or NAME@i for device i of a multi-device one; see Runtime/Safetensors.h)");
   app.add_option("--outputs", stOutputs, "Manifest mode: write every output parameter into this safetensors file by name");
   app.add_flag("--list-passes", listPasses, "List the registered passes and exit");
+  app.add_flag("-v,--verbose", verbose, "Manifest mode: print `rank R/N: devices D,...` before the run (under mpirun: each "
+                                        "process, and where its time went after the run)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {
@@ -90,9 +95,29 @@ int main(int argc, char **argv) {
   } catch (const uopc::Error &e) {
     return usage(e.what());
   }
+  // Under an MPI launcher with several processes: one process per device (Runtime/Mpi.h). From here on a
+  // failing process ends the whole job (MPI_Abort), so no other waits for it.
+  std::unique_ptr<uopc::Comm> comm;
+  auto failed = [&](const std::string &msg) {
+    std::cout.flush();
+    if (comm) {
+      std::cerr << "uopc-run: rank " << comm->rank() << "/" << comm->size() << ": error: " << msg << std::endl;
+      comm->abort(kExitBadInput);
+    }
+    std::cerr << "uopc-run: error: " << msg << "\n";
+    return kExitBadInput;
+  };
+  try {
+    if (!manifest.empty()) comm = uopc::startMpi(&argc, &argv);
+  } catch (const uopc::Error &e) {
+    return failed(uopc::printable(e.what()));
+  }
+  bool root = !comm || comm->rank() == 0;
   try {
     if (!manifest.empty()) {
       uopc::ManifestRunRequest mr;
+      mr.comm = comm.get();
+      mr.verbose = verbose;
       mr.manifestPath = manifest;
       mr.inputFiles = req.inputFiles;
       mr.outputFiles = req.outputFiles;
@@ -103,7 +128,7 @@ int main(int argc, char **argv) {
       // private temporary folder
       std::string tmp;
       std::vector<uopc::safetensors::ParamBinding> packed;
-      if (!stOutputs.empty()) {
+      if (!stOutputs.empty() && root) {
         std::string tmpl = (std::filesystem::temp_directory_path() / "uopc-run-st-XXXXXX").string();
         if (!mkdtemp(tmpl.data())) throw uopc::Error("cannot make a temporary folder for --inputs/--outputs");
         tmp = tmpl;
@@ -115,23 +140,21 @@ int main(int argc, char **argv) {
           if (!dir.empty()) std::filesystem::remove_all(dir, ec);
         }
       } cleanup{tmp};
-      if (!stInputs.empty()) uopc::safetensors::bindInputs(manifest, stInputs, mr.inputFiles, mr.inputRegions);
-      if (!stOutputs.empty()) packed = uopc::safetensors::bindOutputs(manifest, tmp, mr.outputFiles);
+      // (one process per device: process 0 alone reads the input files and writes the outputs)
+      if (!stInputs.empty() && root) uopc::safetensors::bindInputs(manifest, stInputs, mr.inputFiles, mr.inputRegions);
+      if (!stOutputs.empty() && root) packed = uopc::safetensors::bindOutputs(manifest, tmp, mr.outputFiles);
       uopc::runManifest(mr, std::cout);
-      if (!stOutputs.empty()) uopc::safetensors::packOutputs(packed, mr.outputFiles, stOutputs);
+      if (!stOutputs.empty() && root) uopc::safetensors::packOutputs(packed, mr.outputFiles, stOutputs);
     } else {
       uopc::runInterpret(req);
     }
   } catch (const uopc::Error &e) {
-    std::cout.flush();
-    std::cerr << "uopc-run: error: " << uopc::printable(e.what()) << "\n";
-    return kExitBadInput;
+    return failed(uopc::printable(e.what()));
   } catch (const std::bad_alloc &) {
-    std::cerr << "uopc-run: error: out of memory\n";
-    return kExitBadInput;
+    return failed("out of memory");
   } catch (const std::exception &e) {
-    std::cerr << "uopc-run: error: internal error: " << uopc::printable(e.what()) << "\n";
-    return kExitBadInput;
+    return failed("internal error: " + uopc::printable(e.what()));
   }
+  if (comm) comm->finish();
   return kExitOk;
 }

@@ -1,0 +1,104 @@
+//===- Mpi.cpp - loads libuopc-mpi.so under an MPI launcher (Runtime/Mpi.h) ===//
+#include "Runtime/Mpi.h"
+
+#include "IR/Error.h"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+namespace uopc {
+
+namespace {
+
+/// The directory of the running executable with a trailing '/' ("" when unknown).
+std::string ownDirectory() {
+  std::string path(4096, '\0');
+  ssize_t n = readlink("/proc/self/exe", path.data(), path.size());
+  if (n <= 0 || static_cast<size_t>(n) >= path.size()) return "";
+  path.resize(static_cast<size_t>(n));
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "" : path.substr(0, slash + 1);
+}
+
+int envInt(const char *name) {
+  const char *v = std::getenv(name);
+  return v && *v ? std::atoi(v) : 0;
+}
+
+class PluginComm final : public Comm {
+public:
+  explicit PluginComm(void *h) {
+    auto get = [&](const char *name) {
+      void *p = dlsym(h, name);
+      if (!p) fail(std::string("the MPI plugin lacks ") + name + " (built by another uopc version?)");
+      return p;
+    };
+    init_ = reinterpret_cast<void (*)(int *, char ***, int *, int *, int *)>(get("uopc_mpi_init"));
+    send_ = reinterpret_cast<void (*)(const void *, uint64_t, int)>(get("uopc_mpi_send"));
+    recv_ = reinterpret_cast<void (*)(void *, uint64_t, int)>(get("uopc_mpi_recv"));
+    bcast_ = reinterpret_cast<void (*)(void *, uint64_t, int)>(get("uopc_mpi_bcast"));
+    abort_ = reinterpret_cast<void (*)(int)>(get("uopc_mpi_abort"));
+    finalize_ = reinterpret_cast<void (*)()>(get("uopc_mpi_finalize"));
+  }
+  ~PluginComm() override { finish(); }
+  void start(int *argc, char ***argv) { init_(argc, argv, &rank_, &size_, &local_); }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  int localSize() const override { return local_; }
+  void send(const void *d, uint64_t n, int to) override { send_(d, n, to); }
+  void recv(void *d, uint64_t n, int from) override { recv_(d, n, from); }
+  void bcast(void *d, uint64_t n, int root) override { bcast_(d, n, root); }
+  [[noreturn]] void abort(int code) override {
+    abort_(code);
+    std::_Exit(code);
+  }
+  void finish() override {
+    if (!done_) finalize_();
+    done_ = true;
+  }
+
+private:
+  void (*init_)(int *, char ***, int *, int *, int *);
+  void (*send_)(const void *, uint64_t, int);
+  void (*recv_)(void *, uint64_t, int);
+  void (*bcast_)(void *, uint64_t, int);
+  void (*abort_)(int);
+  void (*finalize_)();
+  int rank_ = 0, size_ = 1, local_ = 1;
+  bool done_ = false;
+};
+
+} // namespace
+
+int launcherSize() {
+  for (const char *v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS"})
+    if (int n = envInt(v); n > 0) return n;
+  return 0;
+}
+
+std::unique_ptr<Comm> startMpi(int *argc, char ***argv) {
+  int n = launcherSize();
+  if (n <= 1) return nullptr;
+  const char *env = std::getenv("UOPC_MPI_PLUGIN");
+  std::string path = env && *env ? env : ownDirectory() + "libuopc-mpi.so";
+  if (!(env && *env) && access(path.c_str(), F_OK) != 0 && !ownDirectory().empty())
+    if (std::string installed = ownDirectory() + "../lib/uopc/libuopc-mpi.so"; access(installed.c_str(), F_OK) == 0)
+      path = installed;
+  if (access(path.c_str(), F_OK) != 0)
+    fail("launched as one of " + std::to_string(n) +
+         " MPI processes, but this uopc-run was built without MPI (no libuopc-mpi.so beside it: CMake found no MPI; "
+         "install libopenmpi-dev and rebuild), so each process would run every device alone; run it without mpirun, "
+         "or set UOPC_MPI_PLUGIN");
+  void *h = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL); // (GLOBAL: Open MPI dlopens its own components)
+  if (!h) {
+    const char *why = dlerror();
+    fail("the MPI plugin cannot be loaded from '" + path + "': " + (why ? why : "unknown error"));
+  }
+  auto comm = std::make_unique<PluginComm>(h);
+  comm->start(argc, argv);
+  return comm;
+}
+
+} // namespace uopc

@@ -1,0 +1,40 @@
+//===- Mpi.h - one process per device: the ranks of an MPI launch, through libuopc-mpi.so ===//
+// `mpirun -np N uopc-run MANIFEST ...` runs manifest device d on rank d % N (Runner.h, docs/distributed.md).
+// MPI is loaded only when uopc-run was launched by an MPI launcher with more than one process: the plugin
+// libuopc-mpi.so (lib/Runtime/Mpi/MpiPlugin.cpp, built when CMake finds MPI) links libmpi, so a plain run maps
+// no MPI library. Every call is blocking; an MPI error aborts the job (MPI_ERRORS_ARE_FATAL), and so does
+// abort(): a failing rank never leaves the others waiting.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace uopc {
+
+class Comm {
+public:
+  virtual ~Comm() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  /// Processes of this launch on this host (to share its cores between them).
+  virtual int localSize() const = 0;
+  virtual void send(const void *data, uint64_t bytes, int to) = 0;
+  virtual void recv(void *data, uint64_t bytes, int from) = 0;
+  virtual void bcast(void *data, uint64_t bytes, int root) = 0;
+  /// Ends every rank of the job (MPI_Abort); does not return.
+  [[noreturn]] virtual void abort(int code) = 0;
+  /// MPI_Finalize (the destructor does it too).
+  virtual void finish() = 0;
+};
+
+/// The launch's size as an MPI launcher's environment says it (OpenMPI, MPICH/PMI, Slurm's srun), 0 when
+/// not launched by one.
+int launcherSize();
+
+/// When launched by an MPI launcher with more than one process: MPI initialized through the plugin
+/// ($UOPC_MPI_PLUGIN, else libuopc-mpi.so beside the executable or in ../lib/uopc/). Null for a plain run.
+/// Throws Error when launched with several processes but uopc-run was built without MPI (no plugin).
+std::unique_ptr<Comm> startMpi(int *argc, char ***argv);
+
+} // namespace uopc
