@@ -393,21 +393,29 @@ int compileMain(int argc, char **argv) {
       viz.record("input", g, true);
       pm.afterPass = [&](std::string_view pass, const Graph &cur, bool changed) { viz.record(pass, cur, changed); };
     }
+    std::string notRendered; // --viz alone: why the rendering tail could not run (the page says it)
     try {
       runPipeline(g, pipeline, pm, std::cout, std::cerr, passTarget);
-      if (emit != "graph") linearizeForRendering(g, passTarget);
+      if (emit != "graph") {
+        try {
+          runRenderingTail(g, passTarget, pipeline);
+        } catch (const Error &e) {
+          if (!outDir.empty()) throw;
+          notRendered = e.what();
+        }
+      }
     } catch (const Error &e) {
       // a page of the passes that ran is what one wants to look at when a pass fails
       if (!vizFile.empty()) writeVizPage(vizFile, input, g, viz, vizTarget, e.what());
       throw;
     }
-    if (!vizFile.empty()) writeVizPage(vizFile, input, g, viz, vizTarget);
+    if (!vizFile.empty()) writeVizPage(vizFile, input, g, viz, vizTarget, "", notRendered);
     if (outDir.empty()) return kExitOk;
     OutputDir out(outDir, force);
     if (emit == "graph") {
       out.write("graph.json", writeGraphJson(g));
     } else {
-      Schedule s = buildSchedule(g);
+      const Schedule &s = *currentSchedule(g); // (the rendering tail left one)
       std::vector<KernelArtifact> artifacts = defaultArtifacts(s, target.extension);
       if (emit == "kernels")
         emitKernels(g, s, target, backend, artifacts, [&](const std::string &f, const std::string &t) { out.write(f, t); });

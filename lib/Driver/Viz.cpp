@@ -465,7 +465,9 @@ private:
 } // namespace
 
 std::vector<VizKernelSource> renderVizSources(Graph &g, const VizTarget &t) {
-  Schedule s = buildSchedule(g);
+  const Schedule *plan = currentSchedule(g);
+  if (!plan) fail("the graph has no current schedule (the pipeline's last passes changed more than kernel bodies, or it ran no schedule pass)");
+  const Schedule &s = *plan;
   const TargetInfo *target = findTarget(t.target);
   if (!target) fail("--viz: unknown target '" + t.target + "'");
   std::string_view ext = target->extension;
@@ -511,7 +513,7 @@ void checkVizPath(const std::string &file) {
 }
 
 void writeVizPage(const std::string &file, const std::string &input, Graph &g, const VizRecorder &rec,
-                  const VizTarget &t, const std::string &failure) {
+                  const VizTarget &t, const std::string &failure, const std::string &notRendered) {
   VizInfo info;
   info.input = input;
   info.target = t.target;
@@ -521,6 +523,8 @@ void writeVizPage(const std::string &file, const std::string &input, Graph &g, c
   std::vector<VizKernelSource> sources;
   if (!failure.empty()) {
     info.note = "not rendered: the pipeline stopped";
+  } else if (!notRendered.empty()) {
+    info.note = "not rendered: " + notRendered;
   } else {
     try {
       sources = renderVizSources(g, t);

@@ -64,9 +64,10 @@ void checkVizPath(const std::string &file);
 
 /// Writes the page of `rec` to `file` (atomically), with each kernel's source where the final graph is a
 /// kernel graph the target renders. `failure`: the message of the pass that threw, if one did (the page
-/// then shows the passes before it and says which failed).
+/// then shows the passes before it and says which failed). `notRendered`: why the kernels cannot be rendered,
+/// when the driver knows (the rendering tail failed on a graph that is not a kernel graph).
 void writeVizPage(const std::string &file, const std::string &input, Graph &g, const VizRecorder &rec,
-                  const VizTarget &t, const std::string &failure = "");
+                  const VizTarget &t, const std::string &failure = "", const std::string &notRendered = "");
 
 /// Most nodes of one region (the top level or one kernel) the page lays out and draws; a larger region is
 /// listed with its op counts only (a pane of a million nodes is not something to look at).

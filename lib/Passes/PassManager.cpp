@@ -7,6 +7,7 @@
 #include "IR/Files.h"
 #include "IR/Verifier.h"
 #include "Passes/Passes.h"
+#include "Passes/Schedule.h"
 #include "Targets/Targets.h"
 
 #include <algorithm>
@@ -25,7 +26,7 @@ namespace uopc {
 
 const std::vector<PassInfo> &allPasses() {
   static const std::vector<PassInfo> passes = {
-#define UOPC_PASS(Flag, Function, Default, Options, Description) {Flag, &Function, Default, Options, Description},
+#define UOPC_PASS(Flag, Function, Default, Render, Options, Description) {Flag, &Function, Default, Render, Options, Description},
 #include "Passes/Passes.def"
   };
   return passes;
@@ -225,12 +226,41 @@ void runPipeline(Graph &g, const std::vector<PipelineEntry> &pipeline, const Pas
   }
 }
 
-void linearizeForRendering(Graph &g, const PassTarget &target) {
+std::vector<const PassInfo *> renderingTail() {
+  std::vector<const PassInfo *> tail;
+  for (const PassInfo &p : allPasses())
+    if (p.inRenderingTail) tail.push_back(&p);
+  return tail;
+}
+
+void runRenderingTail(Graph &g, const PassTarget &target, const std::vector<PipelineEntry> &ran, bool withSchedule) {
   bool sink = false;
   for (const UOp *u : toposort(g.root)) sink |= u->op == Op::CALL && u->nsrc > 0 && u->src(0)->op == Op::SINK;
-  if (!sink) return;
   std::ostringstream out, err;
-  runPipeline(g, parsePipeline("lower-index,commit-weak,gpu-map,linearize"), PassManagerOptions{}, out, err, target);
+  for (const PassInfo *p : renderingTail()) {
+    bool needed = p->run == &runSchedule
+                      ? withSchedule && !currentSchedule(g)
+                      : sink && std::none_of(ran.begin(), ran.end(), [&](const PipelineEntry &e) { return e.pass == p; });
+    if (needed) runPipeline(g, {PipelineEntry(p)}, PassManagerOptions{}, out, err, target);
+  }
+}
+
+const UOp *lowerKernelForRendering(Context &c, const UOp *call, const PassTarget &target) {
+  if (call->op != Op::CALL || call->nsrc == 0 || call->src(0)->op != Op::SINK) return call;
+  // a graph of this one CALL in the caller's Context (borrowed: released, never freed, on the way out)
+  Graph g;
+  g.ctx.reset(&c);
+  struct Borrowed {
+    Graph &g;
+    ~Borrowed() { (void)g.ctx.release(); }
+  } borrowed{g};
+  g.root = call;
+  std::vector<PipelineEntry> tail;
+  for (const PassInfo *p : renderingTail())
+    if (p->run != &runSchedule) tail.emplace_back(p, p->flag == "linearize" ? PassOptions{{"threads", "0"}} : PassOptions{});
+  std::ostringstream out, err;
+  runPipeline(g, tail, PassManagerOptions{}, out, err, target);
+  return g.root;
 }
 
 } // namespace uopc

@@ -40,8 +40,9 @@ int main(int argc, char **argv) {
   try {
     Graph g = readGraphFile(graph);
     std::ostringstream out, err;
-    runPipeline(g, parsePipeline(pipeline), {}, out, err);
-    linearizeForRendering(g, PassTarget::forTarget("c"));
+    std::vector<PipelineEntry> ran = parsePipeline(pipeline);
+    runPipeline(g, ran, {}, out, err);
+    runRenderingTail(g, PassTarget::forTarget("c"), ran, /*withSchedule=*/false);
     int n = 0;
     for (const UOp *u : toposort(g.root)) {
       if (u->op != Op::CALL) continue;

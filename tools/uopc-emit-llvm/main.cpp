@@ -50,9 +50,10 @@ int main(int argc, char **argv) {
   try {
     Graph g = readGraphFile(graph);
     std::ostringstream out, err;
-    runPipeline(g, parsePipeline(pipeline), {}, out, err);
-    linearizeForRendering(g, PassTarget::forTarget(options.mapping == LLVMEmitOptions::Mapping::PTX ? "ptx" : "llvm",
-                                                    options.mapping == LLVMEmitOptions::Mapping::GridOnHost));
+    std::vector<PipelineEntry> ran = parsePipeline(pipeline);
+    runPipeline(g, ran, {}, out, err);
+    runRenderingTail(g, PassTarget::forTarget(options.mapping == LLVMEmitOptions::Mapping::PTX ? "ptx" : "llvm",
+                                                    options.mapping == LLVMEmitOptions::Mapping::GridOnHost), ran, /*withSchedule=*/false);
     int n = 0;
     for (const UOp *u : toposort(g.root)) {
       if (u->op != Op::CALL) continue;
