@@ -16,8 +16,8 @@
 #include "Passes/PassManager.h"
 #include "Passes/Rewrite.h"
 #include "Passes/Schedule.h"
-#include "Targets/CTarget.h"
 #include "Targets/LLVMTarget.h"
+#include "Targets/Renderer.h"
 #include "Targets/Targets.h"
 
 #include <CLI/CLI.hpp>
@@ -98,14 +98,6 @@ int convertMain(int argc, char **argv) {
   return kExitOk;
 }
 
-/// What the user asked of the backends beyond the target.
-struct BackendOptions {
-  bool allowCustom = false;     ///< C target: render CUSTOM ops (their C is pasted into the kernel)
-  bool gridOnHost = false;      ///< LLVM target: run the GPU thread mapping on the host
-  std::string gpuArch = "sm_80"; ///< PTX target
-  std::string cpu = "native";    ///< C and LLVM targets: the CPU the kernels are built for
-};
-
 /// A kernel body without its KernelInfo (the kernel's name) and its parameters' names, with its RANGEs
 /// renumbered 0, 1, ... in topological order: the same node for kernels that differ only in their names, the
 /// names of the weights they read and the numbers rangeify gave their ranges (numbered across the whole graph).
@@ -144,8 +136,7 @@ const UOp *canonicalBody(Context &c, const UOp *body) {
 /// 12-layer transformer, say) with the same argument dtypes on the same device compute the same function
 /// of their arguments; the later steps name the first one's file and symbol (tinygrad's kernel cache).
 /// perf_transformer_12L: 96 kernel steps, 7 sources.
-void emitKernels(Graph &g, const Schedule &s, const TargetInfo &target, const BackendOptions &opts,
-                 std::vector<KernelArtifact> &artifacts,
+void emitKernels(Graph &g, const Schedule &s, const Renderer &renderer, std::vector<KernelArtifact> &artifacts,
                  const std::function<void(const std::string &, const std::string &)> &write) {
   std::map<std::tuple<const UOp *, size_t, int64_t, std::vector<DType>>, size_t> rendered;
   for (size_t i = 0; i < s.steps.size(); ++i) {
@@ -164,23 +155,11 @@ void emitKernels(Graph &g, const Schedule &s, const TargetInfo &target, const Ba
       a = artifacts[it->second];
       continue;
     }
-    if (target.emitter == Emitter::C) {
-      EmittedKernel k = emitCKernel(*g.ctx, st.call, st.deviceNum, a.symbol, CEmitOptions{opts.allowCustom});
-      a.symbol = k.symbol;
-      write(a.file, k.source + "/* " + kernelSignature(st.call) + " */\n");
-      continue;
-    }
-    LLVMEmitOptions lo;
-    lo.gpuArch = opts.gpuArch;
-    lo.cpu = opts.cpu;
-    lo.mapping = target.gpu         ? LLVMEmitOptions::Mapping::PTX
-                 : opts.gridOnHost ? LLVMEmitOptions::Mapping::GridOnHost
-                                   : LLVMEmitOptions::Mapping::Loops;
-    EmittedLLVMKernel k = emitLLVMKernel(*g.ctx, st.call, st.deviceNum, a.symbol, lo);
+    RenderedKernel k = renderer.render(*g.ctx, st.call, st.deviceNum, a.symbol);
     a.symbol = k.symbol;
     if (k.launch && (k.launch->global != a.global || k.launch->local != a.local))
       fail("kernel " + a.symbol + ": the rendered launch differs from the one in its IR");
-    write(a.file, (target.gpu ? k.ptx + "// " : k.ir + "; ") + kernelSignature(st.call) + "\n");
+    write(a.file, renderer.fileText(k, st.call));
   }
 }
 
@@ -245,7 +224,7 @@ int compileMain(int argc, char **argv) {
                "uopc"};
   std::string input, outDir, targetName(kTargets[0].name), pipelineText, emit, libName, embedParams;
   bool listPasses = false, stats = false;
-  BackendOptions backend;
+  RenderOptions backend;
   int verbosity = 0;
   std::string level;
   PassManagerOptions pm;
@@ -388,7 +367,7 @@ int compileMain(int argc, char **argv) {
     PassTarget passTarget = PassTarget::forTarget(target.name, backend.gridOnHost);
     if (backend.cpu != "native") passTarget.accumulatorLanes = 128; // (another CPU's registers: the default)
     VizRecorder viz;
-    VizTarget vizTarget{std::string(target.name), backend.allowCustom, backend.gridOnHost, backend.gpuArch, backend.cpu};
+    VizTarget vizTarget{std::string(target.name), backend};
     if (!vizFile.empty()) {
       viz.record("input", g, true);
       pm.afterPass = [&](std::string_view pass, const Graph &cur, bool changed) { viz.record(pass, cur, changed); };
@@ -417,13 +396,14 @@ int compileMain(int argc, char **argv) {
     } else {
       const Schedule &s = *currentSchedule(g); // (the rendering tail left one)
       std::vector<KernelArtifact> artifacts = defaultArtifacts(s, target.extension);
+      std::unique_ptr<Renderer> renderer = makeRenderer(target, backend);
       if (emit == "kernels")
-        emitKernels(g, s, target, backend, artifacts, [&](const std::string &f, const std::string &t) { out.write(f, t); });
-      else if (target.gpu || backend.gridOnHost) emitKernels(g, s, target, backend, artifacts, {});
+        emitKernels(g, s, *renderer, artifacts, [&](const std::string &f, const std::string &t) { out.write(f, t); });
+      else if (target.gpu || backend.gridOnHost) emitKernels(g, s, *renderer, artifacts, {});
       if (emit == "library") {
         // the library is rendered from the manifest as uopc-run reads it (its checks, its derived fields)
         std::map<std::string, std::string> sources;
-        emitKernels(g, s, target, backend, artifacts, [&](const std::string &f, const std::string &t) { sources[f] = t; });
+        emitKernels(g, s, *renderer, artifacts, [&](const std::string &f, const std::string &t) { sources[f] = t; });
         manifest::Manifest m = manifest::fromJson(manifestJson(s, target.id, artifacts, backend.cpu), "manifest");
         LibraryFiles lib = renderLibrary(m, sources, {libName, input, embedParams});
         out.write(libName + ".h", lib.header);

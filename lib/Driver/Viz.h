@@ -8,6 +8,7 @@
 #pragma once
 
 #include "IR/Graph.h"
+#include "Targets/Renderer.h"
 
 #include <string>
 #include <string_view>
@@ -38,11 +39,10 @@ struct VizKernelSource {
   std::string text;
 };
 
-/// The target's options, as the driver has them.
+/// The target and its renderer's options, as the driver has them.
 struct VizTarget {
   std::string target = "c"; ///< c, llvm or ptx
-  bool allowCustom = false, gridOnHost = false;
-  std::string gpuArch = "sm_80", cpu = "native";
+  RenderOptions render;
 };
 /// Renders each distinct kernel of the final graph once (the first step that runs it gives the device).
 /// Throws Error when the graph is not a kernel graph (a pipeline that stops before kernel-split) or a
