@@ -29,6 +29,7 @@ CONFIGS = {
     "ptx": ["--target", "ptx"],
     "grid": ["--target", "llvm", "--grid-on-host"],
     "c-O0": ["--target", "c", "--opt-level", "0"],
+    "c-cpu": ["--target", "c", "--cpu", "x86-64-v3"],
     "library": ["--target", "c", "--emit", "library", "--name", "lib"],
     "manifest-llvm": ["--target", "llvm", "--emit", "manifest"],
     "graph": ["--emit", "graph"],

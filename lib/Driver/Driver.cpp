@@ -364,8 +364,7 @@ int compileMain(int argc, char **argv) {
       pm.beforePass = [&](std::string_view pass, const Graph &cur) {
         if (pass == "rangeify") tensor = tensorWork(cur);
       };
-    PassTarget passTarget = PassTarget::forTarget(target.name, backend.gridOnHost);
-    if (backend.cpu != "native") passTarget.accumulatorLanes = 128; // (another CPU's registers: the default)
+    PassTarget passTarget = PassTarget::forTarget(target.name, backend.gridOnHost, backend.cpu);
     VizRecorder viz;
     VizTarget vizTarget{std::string(target.name), backend};
     if (!vizFile.empty()) {

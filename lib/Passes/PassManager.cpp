@@ -8,7 +8,6 @@
 #include "IR/Verifier.h"
 #include "Passes/Passes.h"
 #include "Passes/Schedule.h"
-#include "Targets/Targets.h"
 
 #include <algorithm>
 #include <charconv>
@@ -18,9 +17,7 @@
 #include <fstream>
 #include <ostream>
 #include <sstream>
-#include <thread>
 
-#include <unistd.h>
 
 namespace uopc {
 
@@ -134,34 +131,6 @@ int64_t PassContext::intOption(std::string_view key, int64_t fallback, int64_t l
     fail("pass '" + std::string(pass) + "': option " + std::string(key) + "=" + v + " is not an integer in [" +
          std::to_string(lo) + ", " + std::to_string(hi) + "]");
   return x;
-}
-
-PassTarget PassTarget::forTarget(std::string_view name, bool gridOnHost) {
-  PassTarget t;
-  t.name = std::string(name);
-  const TargetInfo *info = findTarget(name); // (the driver checked the name; an unknown one gets C's defaults)
-  const bool gpu = info && info->gpu, llvmEmitter = info && info->emitter == Emitter::LLVM;
-  t.gpuGrid = gpu || gridOnHost;
-  if (t.gpuGrid) {
-    t.maxThreadsPerBlock = 256; // the launches planned today: 256-thread blocks
-    t.maxGridThreads = INT32_MAX;
-    t.vectorBytes = 4;
-  }
-  if (llvmEmitter && !t.gpuGrid) t.tileUnroll = 2;
-  if (llvmEmitter) t.lacks = {Op::THREEFRY}; // (the LLVM emitter spells no THREEFRY: decompose writes it)
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  if (!t.gpuGrid && __builtin_cpu_supports("avx512f")) t.accumulatorLanes = 256;
-#endif
-  unsigned hw = std::thread::hardware_concurrency();
-  t.hostThreads = hw ? static_cast<int>(hw) : 1;
-#ifdef _SC_LEVEL1_DCACHE_SIZE
-  // what the machine reports, where it is plausible (else the fallbacks)
-  if (long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE); l1 >= (4 << 10) && l1 <= (16 << 20)) t.l1Bytes = l1;
-  if (long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE); l2 >= (16 << 10) && l2 <= (1 << 30)) t.l2Bytes = l2;
-  if (long w = sysconf(_SC_LEVEL2_CACHE_ASSOC); w >= 1 && w <= 64) t.l2Ways = w;
-  if (long l = sysconf(_SC_LEVEL2_CACHE_LINESIZE); l >= 16 && l <= 1024 && (l & (l - 1)) == 0) t.lineBytes = l;
-#endif
-  return t;
 }
 
 void runPipeline(Graph &g, const std::vector<PipelineEntry> &pipeline, const PassManagerOptions &opts,

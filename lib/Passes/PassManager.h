@@ -42,9 +42,9 @@ struct PassTarget {
   /// The ops the target's renderer does not spell: the decompose pass writes them with ops it has
   /// (THREEFRY on llvm and ptx; the C target has a helper for it).
   std::vector<Op> lacks;
-  /// The target for `--target NAME` (with --grid-on-host for llvm), from the target registry
-  /// (Targets/Targets.def: GPU or not, which emitter); cache sizes from this machine.
-  static PassTarget forTarget(std::string_view name, bool gridOnHost = false);
+  /// The target for `--target NAME` (with --grid-on-host for llvm, --cpu CPU), from the target registry
+  /// (Targets/Targets.def: its machine description, its emitter) and this machine's probe (Passes/Machine.cpp).
+  static PassTarget forTarget(std::string_view name, bool gridOnHost = false, std::string_view cpu = "native");
 };
 
 /// A pipeline entry's options: "flag{key=value,key=value}".

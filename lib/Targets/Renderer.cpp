@@ -63,7 +63,7 @@ std::unique_ptr<Renderer> makeLLVMRenderer(const TargetInfo &t, const RenderOpti
 
 std::unique_ptr<Renderer> makeRenderer(const TargetInfo &target, const RenderOptions &options) {
   switch (target.id) {
-#define TARGET(Id, name, ext, gpu, emitter, desc)                                                                    \
+#define TARGET(Id, name, ext, gpu, emitter, machine, desc)                                                           \
   case Target::Id:                                                                                                   \
     return make##emitter##Renderer(target, options);
 #include "Targets/Targets.def"
