@@ -1,8 +1,10 @@
 //===- Driver.cpp - the uopc command line ---------------------------------===//
-// Parses flags, reads the graph, runs the pipeline through the pass manager and writes the output
-// directory. Exit codes: 0 success, 1 bad input (one message on stderr), 2 bad usage.
+// Parses flags, reads the graph, calls compile() (Driver/Compile.h: the pipeline, the rendering tail, the Module)
+// and the writers the flags ask for over the Module: the output directory (kernels and manifest.json),
+// --emit library, --emit graph, --stats, --viz. Exit codes: 0 success, 1 bad input (one message on stderr), 2 bad usage.
 #include "Driver/Driver.h"
 
+#include "Driver/Compile.h"
 #include "Driver/Library.h"
 #include "Driver/Manifest.h"
 #include "Driver/OutputDir.h"
@@ -10,11 +12,9 @@
 #include "IR/Error.h"
 #include "IR/GraphIO.h"
 #include "IR/Kernel.h"
-#include "IR/Records.h"
 #include "IR/Version.h"
 #include "IR/Work.h"
 #include "Passes/PassManager.h"
-#include "Passes/Rewrite.h"
 #include "Passes/Schedule.h"
 #include "Targets/LLVMTarget.h"
 #include "Targets/Renderer.h"
@@ -26,11 +26,8 @@
 #include <cctype>
 #include <cstdio>
 #include <cstring>
-#include <functional>
 #include <iterator>
 #include <map>
-#include <tuple>
-#include <unordered_map>
 #include <optional>
 #include <iostream>
 
@@ -96,71 +93,6 @@ int convertMain(int argc, char **argv) {
     return kExitBadInput;
   }
   return kExitOk;
-}
-
-/// A kernel body without its KernelInfo (the kernel's name) and its parameters' names, with its RANGEs
-/// renumbered 0, 1, ... in topological order: the same node for kernels that differ only in their names, the
-/// names of the weights they read and the numbers rangeify gave their ranges (numbered across the whole graph).
-const UOp *canonicalBody(Context &c, const UOp *body) {
-  if (body->op == Op::SINK) body = c.make(Op::SINK, body->dtype, body->src());
-  if (body->op == Op::LINEAR && body->nsrc > 0) { // LINEAR(SINK, items): both without the name
-    std::vector<const UOp *> srcs(body->src().begin(), body->src().end());
-    srcs[0] = c.make(Op::SINK, srcs[0]->dtype, srcs[0]->src());
-    body = c.make(Op::LINEAR, body->dtype, srcs);
-  }
-  std::unordered_map<const UOp *, const UOp *> renumbered;
-  int64_t n = 0;
-  for (const UOp *u : toposort(body)) {
-    if (u->op == Op::PARAM && u->arg && u->arg->kind == ArgKind::Record && u->arg->field("name")) {
-      // (a parameter's name: no part of the function; the weights of a network's repeated layers)
-      ParamArg pa = ParamArg::decode(u->arg);
-      pa.name.reset();
-      renumbered[u] = c.make(Op::PARAM, u->dtype, u->src(), pa.encode(c), u->tag);
-      continue;
-    }
-    if (u->op != Op::RANGE || !u->arg || u->arg->kind != ArgKind::Tuple || u->arg->count == 0) continue;
-    std::vector<const Arg *> elems(u->arg->elems().begin(), u->arg->elems().end());
-    elems[0] = c.argInt(n++);
-    renumbered[u] = c.make(Op::RANGE, u->dtype, u->src(), c.argTuple(elems), u->tag);
-  }
-  return renumbered.empty() ? body : substitute(c, body, renumbered);
-}
-
-/// Renders every kernel step (one source per kernel and device, `_device_num` bound to the step's) and
-/// records the symbol each exports and, for the GPU mappings, the launch linearize put in its IR; each
-/// kernel file's text goes to `write` (file, text). With no `write`, only the launches, read from the IR:
-/// `--emit manifest` renders nothing.
-///
-/// Kernels are rendered once per distinct body: a kernel SINK is hash-consed and refers to its buffers by
-/// argument slot, so two CALLs of the same SINK up to range numbering (canonicalBody: the same layer of a
-/// 12-layer transformer, say) with the same argument dtypes on the same device compute the same function
-/// of their arguments; the later steps name the first one's file and symbol (tinygrad's kernel cache).
-/// perf_transformer_12L: 96 kernel steps, 7 sources.
-void emitKernels(Graph &g, const Schedule &s, const Renderer &renderer, std::vector<KernelArtifact> &artifacts,
-                 const std::function<void(const std::string &, const std::string &)> &write) {
-  std::map<std::tuple<const UOp *, size_t, int64_t, std::vector<DType>>, size_t> rendered;
-  for (size_t i = 0; i < s.steps.size(); ++i) {
-    const SchedStep &st = s.steps[i];
-    if (st.kind != SchedStep::Kind::Kernel) continue;
-    KernelArtifact &a = artifacts[i];
-    if (auto launch = kernelLaunch(st.call)) {
-      a.global = {launch->first, 1, 1};
-      a.local = {launch->second, 1, 1};
-    }
-    if (!write) continue;
-    std::vector<DType> argTypes;
-    for (const UOp *arg : st.call->src().subspan(1)) argTypes.push_back(arg->dtype);
-    auto [it, isNew] = rendered.try_emplace({canonicalBody(*g.ctx, st.call->src(0)), st.device, st.deviceNum, std::move(argTypes)}, i);
-    if (!isNew) {
-      a = artifacts[it->second];
-      continue;
-    }
-    RenderedKernel k = renderer.render(*g.ctx, st.call, st.deviceNum, a.symbol);
-    a.symbol = k.symbol;
-    if (k.launch && (k.launch->global != a.global || k.launch->local != a.local))
-      fail("kernel " + a.symbol + ": the rendered launch differs from the one in its IR");
-    write(a.file, renderer.fileText(k, st.call));
-  }
 }
 
 /// --cpu: a name that is safe as a compiler flag's value; the LLVM target also asks LLVM whether it knows it.
@@ -364,53 +296,43 @@ int compileMain(int argc, char **argv) {
       pm.beforePass = [&](std::string_view pass, const Graph &cur) {
         if (pass == "rangeify") tensor = tensorWork(cur);
       };
-    PassTarget passTarget = PassTarget::forTarget(target.name, backend.gridOnHost, backend.cpu);
     VizRecorder viz;
     VizTarget vizTarget{std::string(target.name), backend};
+    CompileOptions co;
+    co.target = &target;
+    co.render = backend;
+    co.pipeline = pipeline;
+    co.renderingTail = emit != "graph";
+    co.tailMayFail = outDir.empty(); // (--viz alone: the page says why nothing is rendered)
     if (!vizFile.empty()) {
       viz.record("input", g, true);
       pm.afterPass = [&](std::string_view pass, const Graph &cur, bool changed) { viz.record(pass, cur, changed); };
-    }
-    std::string notRendered; // --viz alone: why the rendering tail could not run (the page says it)
-    try {
-      runPipeline(g, pipeline, pm, std::cout, std::cerr, passTarget);
-      if (emit != "graph") {
-        try {
-          runRenderingTail(g, passTarget, pipeline);
-        } catch (const Error &e) {
-          if (!outDir.empty()) throw;
-          notRendered = e.what();
-        }
-      }
-    } catch (const Error &e) {
       // a page of the passes that ran is what one wants to look at when a pass fails
-      if (!vizFile.empty()) writeVizPage(vizFile, input, g, viz, vizTarget, e.what());
-      throw;
+      co.onFailure = [&](const Graph &cur, const std::string &why) {
+        writeVizPage(vizFile, input, cur, viz, vizTarget, why);
+      };
     }
-    if (!vizFile.empty()) writeVizPage(vizFile, input, g, viz, vizTarget, "", notRendered);
+    co.instrumentation = pm;
+    Module m = compile(std::move(g), co, std::cout, std::cerr);
+    if (!vizFile.empty()) writeVizPage(vizFile, input, m.graph, viz, vizTarget, "", m.notRendered);
     if (outDir.empty()) return kExitOk;
     OutputDir out(outDir, force);
+    // the writers: each only writes what the Module holds
     if (emit == "graph") {
-      out.write("graph.json", writeGraphJson(g));
+      out.write("graph.json", writeGraphJson(m.graph));
     } else {
-      const Schedule &s = *currentSchedule(g); // (the rendering tail left one)
-      std::vector<KernelArtifact> artifacts = defaultArtifacts(s, target.extension);
-      std::unique_ptr<Renderer> renderer = makeRenderer(target, backend);
-      if (emit == "kernels")
-        emitKernels(g, s, *renderer, artifacts, [&](const std::string &f, const std::string &t) { out.write(f, t); });
-      else if (target.gpu || backend.gridOnHost) emitKernels(g, s, *renderer, artifacts, {});
+      renderKernels(m, emit != "manifest");
       if (emit == "library") {
         // the library is rendered from the manifest as uopc-run reads it (its checks, its derived fields)
-        std::map<std::string, std::string> sources;
-        emitKernels(g, s, *renderer, artifacts, [&](const std::string &f, const std::string &t) { sources[f] = t; });
-        manifest::Manifest m = manifest::fromJson(manifestJson(s, target.id, artifacts, backend.cpu), "manifest");
-        LibraryFiles lib = renderLibrary(m, sources, {libName, input, embedParams});
+        std::map<std::string, std::string> sources(m.kernelFiles.begin(), m.kernelFiles.end());
+        LibraryFiles lib = renderLibrary(manifest::fromJson(m.manifestJson(), "manifest"), sources, {libName, input, embedParams});
         out.write(libName + ".h", lib.header);
         out.write(libName + ".c", lib.source);
       } else {
-        out.write("manifest.json", manifestJson(s, target.id, artifacts, backend.cpu));
+        for (const auto &[file, text] : m.kernelFiles) out.write(file, text);
+        out.write("manifest.json", m.manifestJson());
       }
-      if (stats) printStats(s, tensor, std::cout);
+      if (stats) printStats(*m.schedule(), tensor, std::cout);
     }
     out.commit();
   } catch (const Error &e) {

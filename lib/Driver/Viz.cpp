@@ -462,7 +462,7 @@ private:
 
 } // namespace
 
-std::vector<VizKernelSource> renderVizSources(Graph &g, const VizTarget &t) {
+std::vector<VizKernelSource> renderVizSources(const Graph &g, const VizTarget &t) {
   const Schedule *plan = currentSchedule(g);
   if (!plan) fail("the graph has no current schedule (the pipeline's last passes changed more than kernel bodies, or it ran no schedule pass)");
   const Schedule &s = *plan;
@@ -500,7 +500,7 @@ void checkVizPath(const std::string &file) {
   if (fs::is_directory(file, ec)) fail("--viz: cannot write '" + file + "': it is a directory");
 }
 
-void writeVizPage(const std::string &file, const std::string &input, Graph &g, const VizRecorder &rec,
+void writeVizPage(const std::string &file, const std::string &input, const Graph &g, const VizRecorder &rec,
                   const VizTarget &t, const std::string &failure, const std::string &notRendered) {
   VizInfo info;
   info.input = input;
