@@ -27,10 +27,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     uopc::Graph g = uopc::readGraph(bytes, "<fuzz>", limits);
     std::ostringstream out, err;
     uopc::runPipeline(g, pipeline, uopc::PassManagerOptions{}, out, err);
-    uopc::Schedule s = uopc::buildSchedule(g);
-    for (const uopc::SchedStep &st : s.steps)
-      if (st.kind == uopc::SchedStep::Kind::Kernel)
-        (void)uopc::emitCKernel(*g.ctx, st.call, st.deviceNum, "k", uopc::CEmitOptions{});
+    if (const uopc::Schedule *s = uopc::currentSchedule(g)) // (the schedule pass's plan: the default pipeline keeps it)
+      for (const uopc::SchedStep &st : s->steps)
+        if (st.kind == uopc::SchedStep::Kind::Kernel)
+          (void)uopc::emitCKernel(*g.ctx, st.call, st.deviceNum, "k", uopc::CEmitOptions{});
   } catch (const uopc::Error &) {
   }
   static const uopc::PassTarget ptx = uopc::PassTarget::forTarget("ptx");

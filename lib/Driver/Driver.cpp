@@ -1,8 +1,10 @@
 //===- Driver.cpp - the uopc command line ---------------------------------===//
-// Parses flags, reads the graph, runs the pipeline through the pass manager and writes the output
-// directory. Exit codes: 0 success, 1 bad input (one message on stderr), 2 bad usage.
+// Parses flags, reads the graph, calls compile() (Driver/Compile.h: the pipeline, the rendering tail, the Module)
+// and the writers the flags ask for over the Module: the output directory (kernels and manifest.json),
+// --emit library, --emit graph, --stats, --viz. Exit codes: 0 success, 1 bad input (one message on stderr), 2 bad usage.
 #include "Driver/Driver.h"
 
+#include "Driver/Compile.h"
 #include "Driver/Library.h"
 #include "Driver/Manifest.h"
 #include "Driver/OutputDir.h"
@@ -10,14 +12,12 @@
 #include "IR/Error.h"
 #include "IR/GraphIO.h"
 #include "IR/Kernel.h"
-#include "IR/Records.h"
 #include "IR/Version.h"
 #include "IR/Work.h"
 #include "Passes/PassManager.h"
-#include "Passes/Rewrite.h"
 #include "Passes/Schedule.h"
-#include "Targets/CTarget.h"
 #include "Targets/LLVMTarget.h"
+#include "Targets/Renderer.h"
 #include "Targets/Targets.h"
 
 #include <CLI/CLI.hpp>
@@ -26,11 +26,8 @@
 #include <cctype>
 #include <cstdio>
 #include <cstring>
-#include <functional>
 #include <iterator>
 #include <map>
-#include <tuple>
-#include <unordered_map>
 #include <optional>
 #include <iostream>
 
@@ -98,105 +95,6 @@ int convertMain(int argc, char **argv) {
   return kExitOk;
 }
 
-/// What the user asked of the backends beyond the target.
-struct BackendOptions {
-  bool allowCustom = false;     ///< C target: render CUSTOM ops (their C is pasted into the kernel)
-  bool gridOnHost = false;      ///< LLVM target: run the GPU thread mapping on the host
-  std::string gpuArch = "sm_80"; ///< PTX target
-  std::string cpu = "native";    ///< C and LLVM targets: the CPU the kernels are built for
-};
-
-/// A kernel body without its KernelInfo (the kernel's name) and its parameters' names, with its RANGEs
-/// renumbered 0, 1, ... in topological order: the same node for kernels that differ only in their names, the
-/// names of the weights they read and the numbers rangeify gave their ranges (numbered across the whole graph).
-const UOp *canonicalBody(Context &c, const UOp *body) {
-  if (body->op == Op::SINK) body = c.make(Op::SINK, body->dtype, body->src());
-  if (body->op == Op::LINEAR && body->nsrc > 0) { // LINEAR(SINK, items): both without the name
-    std::vector<const UOp *> srcs(body->src().begin(), body->src().end());
-    srcs[0] = c.make(Op::SINK, srcs[0]->dtype, srcs[0]->src());
-    body = c.make(Op::LINEAR, body->dtype, srcs);
-  }
-  std::unordered_map<const UOp *, const UOp *> renumbered;
-  int64_t n = 0;
-  for (const UOp *u : toposort(body)) {
-    if (u->op == Op::PARAM && u->arg && u->arg->kind == ArgKind::Record && u->arg->field("name")) {
-      // (a parameter's name: no part of the function; the weights of a network's repeated layers)
-      ParamArg pa = ParamArg::decode(u->arg);
-      pa.name.reset();
-      renumbered[u] = c.make(Op::PARAM, u->dtype, u->src(), pa.encode(c), u->tag);
-      continue;
-    }
-    if (u->op != Op::RANGE || !u->arg || u->arg->kind != ArgKind::Tuple || u->arg->count == 0) continue;
-    std::vector<const Arg *> elems(u->arg->elems().begin(), u->arg->elems().end());
-    elems[0] = c.argInt(n++);
-    renumbered[u] = c.make(Op::RANGE, u->dtype, u->src(), c.argTuple(elems), u->tag);
-  }
-  return renumbered.empty() ? body : substitute(c, body, renumbered);
-}
-
-/// Renders every kernel step (one source per kernel and device, `_device_num` bound to the step's) and
-/// records the symbol each exports and, for the GPU mappings, the launch linearize put in its IR; each
-/// kernel file's text goes to `write` (file, text). With no `write`, only the launches, read from the IR:
-/// `--emit manifest` renders nothing.
-///
-/// Kernels are rendered once per distinct body: a kernel SINK is hash-consed and refers to its buffers by
-/// argument slot, so two CALLs of the same SINK up to range numbering (canonicalBody: the same layer of a
-/// 12-layer transformer, say) with the same argument dtypes on the same device compute the same function
-/// of their arguments; the later steps name the first one's file and symbol (tinygrad's kernel cache).
-/// perf_transformer_12L: 96 kernel steps, 7 sources.
-void emitKernels(Graph &g, const Schedule &s, const TargetInfo &target, const BackendOptions &opts,
-                 std::vector<KernelArtifact> &artifacts,
-                 const std::function<void(const std::string &, const std::string &)> &write) {
-  std::map<std::tuple<const UOp *, size_t, int64_t, std::vector<DType>>, size_t> rendered;
-  std::vector<std::pair<size_t, size_t>> repeats; // (step, the step whose kernel it calls)
-  std::vector<size_t> llvmSteps;                  // LLVM and PTX: rendered together, after the loop
-  std::vector<LLVMKernelRequest> llvmRequests;
-  for (size_t i = 0; i < s.steps.size(); ++i) {
-    const SchedStep &st = s.steps[i];
-    if (st.kind != SchedStep::Kind::Kernel) continue;
-    KernelArtifact &a = artifacts[i];
-    if (auto launch = kernelLaunch(st.call)) {
-      a.global = {launch->first, 1, 1};
-      a.local = {launch->second, 1, 1};
-    }
-    if (!write) continue;
-    std::vector<DType> argTypes;
-    for (const UOp *arg : st.call->src().subspan(1)) argTypes.push_back(arg->dtype);
-    auto [it, isNew] = rendered.try_emplace({canonicalBody(*g.ctx, st.call->src(0)), st.device, st.deviceNum, std::move(argTypes)}, i);
-    if (!isNew) {
-      repeats.emplace_back(i, it->second);
-      continue;
-    }
-    if (target.emitter == Emitter::C) {
-      EmittedKernel k = emitCKernel(*g.ctx, st.call, st.deviceNum, a.symbol, CEmitOptions{opts.allowCustom});
-      a.symbol = k.symbol;
-      write(a.file, k.source + "/* " + kernelSignature(st.call) + " */\n");
-      continue;
-    }
-    LLVMEmitOptions lo;
-    lo.gpuArch = opts.gpuArch;
-    lo.cpu = opts.cpu;
-    lo.mapping = target.gpu         ? LLVMEmitOptions::Mapping::PTX
-                 : opts.gridOnHost ? LLVMEmitOptions::Mapping::GridOnHost
-                                   : LLVMEmitOptions::Mapping::Loops;
-    llvmSteps.push_back(i);
-    llvmRequests.push_back({st.call, st.deviceNum, a.symbol, lo});
-  }
-  // the LLVM modules: optimized and printed on every core (emitLLVMKernels), written in step order
-  std::vector<EmittedLLVMKernel> emitted = llvmRequests.empty() ? std::vector<EmittedLLVMKernel>{} : emitLLVMKernels(*g.ctx, llvmRequests);
-  for (size_t n = 0; n < llvmSteps.size(); ++n) {
-    const SchedStep &st = s.steps[llvmSteps[n]];
-    KernelArtifact &a = artifacts[llvmSteps[n]];
-    const EmittedLLVMKernel &k = emitted[n];
-    a.symbol = k.symbol;
-    if (k.launch && (k.launch->global != a.global || k.launch->local != a.local))
-      fail("kernel " + a.symbol + ": the rendered launch differs from the one in its IR");
-    write(a.file, (target.gpu ? k.ptx + "// " : k.ir + "; ") + kernelSignature(st.call) + "\n");
-  }
-  // a step whose kernel an earlier step rendered names that step's file and symbol
-  for (auto [i, first] : repeats) artifacts[i] = artifacts[first];
-}
-
 /// --cpu: a name that is safe as a compiler flag's value; the LLVM target also asks LLVM whether it knows it.
 void checkCpuName(const std::string &cpu, const TargetInfo &target) {
   bool ok = !cpu.empty() && cpu.size() <= 64 && cpu[0] != '-';
@@ -259,7 +157,7 @@ int compileMain(int argc, char **argv) {
   std::string input, outDir, targetName(kTargets[0].name), pipelineText, emit, libName, embedParams, paramsFile,
       paramsFormat = "incbin";
   bool listPasses = false, stats = false;
-  BackendOptions backend;
+  RenderOptions backend;
   int verbosity = 0;
   std::string level;
   PassManagerOptions pm;
@@ -410,44 +308,43 @@ int compileMain(int argc, char **argv) {
       pm.beforePass = [&](std::string_view pass, const Graph &cur) {
         if (pass == "rangeify") tensor = tensorWork(cur);
       };
-    PassTarget passTarget = PassTarget::forTarget(target.name, backend.gridOnHost);
-    if (backend.cpu != "native") passTarget.accumulatorLanes = 128; // (another CPU's registers: the default)
     VizRecorder viz;
-    VizTarget vizTarget{std::string(target.name), backend.allowCustom, backend.gridOnHost, backend.gpuArch, backend.cpu};
+    VizTarget vizTarget{std::string(target.name), backend};
+    CompileOptions co;
+    co.target = &target;
+    co.render = backend;
+    co.pipeline = pipeline;
+    co.renderingTail = emit != "graph";
+    co.tailMayFail = outDir.empty(); // (--viz alone: the page says why nothing is rendered)
     if (!vizFile.empty()) {
       viz.record("input", g, true);
       pm.afterPass = [&](std::string_view pass, const Graph &cur, bool changed) { viz.record(pass, cur, changed); };
-    }
-    try {
-      runPipeline(g, pipeline, pm, std::cout, std::cerr, passTarget);
-      if (emit != "graph") linearizeForRendering(g, passTarget);
-    } catch (const Error &e) {
       // a page of the passes that ran is what one wants to look at when a pass fails
-      if (!vizFile.empty()) writeVizPage(vizFile, input, g, viz, vizTarget, e.what());
-      throw;
+      co.onFailure = [&](const Graph &cur, const std::string &why) {
+        writeVizPage(vizFile, input, cur, viz, vizTarget, why);
+      };
     }
-    if (!vizFile.empty()) writeVizPage(vizFile, input, g, viz, vizTarget);
+    co.instrumentation = pm;
+    Module m = compile(std::move(g), co, std::cout, std::cerr);
+    if (!vizFile.empty()) writeVizPage(vizFile, input, m.graph, viz, vizTarget, "", m.notRendered);
     if (outDir.empty()) return kExitOk;
     OutputDir out(outDir, force);
+    // the writers: each only writes what the Module holds
     if (emit == "graph") {
-      out.write("graph.json", writeGraphJson(g));
+      out.write("graph.json", writeGraphJson(m.graph));
     } else {
-      Schedule s = buildSchedule(g);
-      std::vector<KernelArtifact> artifacts = defaultArtifacts(s, target.extension);
-      if (emit == "kernels")
-        emitKernels(g, s, target, backend, artifacts, [&](const std::string &f, const std::string &t) { out.write(f, t); });
-      else if (target.gpu || backend.gridOnHost) emitKernels(g, s, target, backend, artifacts, {});
+      renderKernels(m, emit != "manifest");
       if (emit == "library") {
         // the library is rendered from the manifest as uopc-run reads it (its checks, its derived fields)
-        std::map<std::string, std::string> sources;
-        emitKernels(g, s, target, backend, artifacts, [&](const std::string &f, const std::string &t) { sources[f] = t; });
-        manifest::Manifest m = manifest::fromJson(manifestJson(s, target.id, artifacts, backend.cpu), "manifest");
-        writeLibrary(m, sources, onceCopies(s), {libName, input, embedParams, paramsFile,
-                                                 paramsFormat == "c" ? ParamsFormat::C : ParamsFormat::Incbin}, out);
+        std::map<std::string, std::string> sources(m.kernelFiles.begin(), m.kernelFiles.end());
+        manifest::Manifest man = manifest::fromJson(m.manifestJson(), "manifest");
+        writeLibrary(man, sources, onceCopies(*m.schedule()), {libName, input, embedParams, paramsFile,
+                                                               paramsFormat == "c" ? ParamsFormat::C : ParamsFormat::Incbin}, out);
       } else {
-        out.write("manifest.json", manifestJson(s, target.id, artifacts, backend.cpu));
+        for (const auto &[file, text] : m.kernelFiles) out.write(file, text);
+        out.write("manifest.json", m.manifestJson());
       }
-      if (stats) printStats(s, tensor, std::cout);
+      if (stats) printStats(*m.schedule(), tensor, std::cout);
     }
     out.commit();
   } catch (const Error &e) {

@@ -17,8 +17,6 @@
 #include "IR/AsmPrinter.h"
 #include "IR/Error.h"
 #include "Passes/Schedule.h"
-#include "Targets/CTarget.h"
-#include "Targets/LLVMTarget.h"
 #include "Targets/Targets.h"
 
 #include <algorithm>
@@ -464,12 +462,15 @@ private:
 
 } // namespace
 
-std::vector<VizKernelSource> renderVizSources(Graph &g, const VizTarget &t) {
-  Schedule s = buildSchedule(g);
+std::vector<VizKernelSource> renderVizSources(const Graph &g, const VizTarget &t) {
+  const Schedule *plan = currentSchedule(g);
+  if (!plan) fail("the graph has no current schedule (the pipeline's last passes changed more than kernel bodies, or it ran no schedule pass)");
+  const Schedule &s = *plan;
   const TargetInfo *target = findTarget(t.target);
   if (!target) fail("--viz: unknown target '" + t.target + "'");
   std::string_view ext = target->extension;
   std::vector<KernelArtifact> artifacts = defaultArtifacts(s, ext);
+  std::unique_ptr<Renderer> renderer = makeRenderer(*target, t.render);
   std::vector<VizKernelSource> out;
   std::unordered_set<const UOp *> done;
   for (size_t i = 0; i < s.steps.size(); ++i) {
@@ -481,18 +482,7 @@ std::vector<VizKernelSource> renderVizSources(Graph &g, const VizTarget &t) {
     k.body = body;
     k.device = s.devices[st.device];
     try {
-      if (target->emitter == Emitter::C) {
-        k.text = emitCKernel(*g.ctx, st.call, st.deviceNum, artifacts[i].symbol, CEmitOptions{t.allowCustom}).source;
-      } else {
-        LLVMEmitOptions lo;
-        lo.gpuArch = t.gpuArch;
-        lo.cpu = t.cpu;
-        lo.mapping = target->gpu        ? LLVMEmitOptions::Mapping::PTX
-                     : t.gridOnHost     ? LLVMEmitOptions::Mapping::GridOnHost
-                                        : LLVMEmitOptions::Mapping::Loops;
-        EmittedLLVMKernel e = emitLLVMKernel(*g.ctx, st.call, st.deviceNum, artifacts[i].symbol, lo);
-        k.text = target->gpu ? e.ptx : e.ir;
-      }
+      k.text = renderer->render(*g.ctx, st.call, st.deviceNum, artifacts[i].symbol).source;
     } catch (const Error &e) {
       k.text = std::string("not rendered: ") + e.what(); // one kernel the target refuses: the others still show
     }
@@ -510,17 +500,19 @@ void checkVizPath(const std::string &file) {
   if (fs::is_directory(file, ec)) fail("--viz: cannot write '" + file + "': it is a directory");
 }
 
-void writeVizPage(const std::string &file, const std::string &input, Graph &g, const VizRecorder &rec,
-                  const VizTarget &t, const std::string &failure) {
+void writeVizPage(const std::string &file, const std::string &input, const Graph &g, const VizRecorder &rec,
+                  const VizTarget &t, const std::string &failure, const std::string &notRendered) {
   VizInfo info;
   info.input = input;
   info.target = t.target;
   const TargetInfo *target = findTarget(t.target);
-  info.language = !target ? "" : target->emitter == Emitter::C ? "C" : target->gpu ? "PTX" : "LLVM IR";
+  info.language = target ? std::string(makeRenderer(*target, t.render)->language()) : "";
   info.failure = failure;
   std::vector<VizKernelSource> sources;
   if (!failure.empty()) {
     info.note = "not rendered: the pipeline stopped";
+  } else if (!notRendered.empty()) {
+    info.note = "not rendered: " + notRendered;
   } else {
     try {
       sources = renderVizSources(g, t);

@@ -8,6 +8,8 @@
 
 namespace uopc {
 
+struct Schedule; // Passes/Schedule.h
+
 /// What a PAD node fills with (document field semantics.pad_fill).
 enum class PadFill : uint8_t { Zero, Invalid };
 
@@ -19,6 +21,11 @@ struct Graph {
   std::string producerJson = "{}"; ///< the producer object, compact JSON text, kept verbatim
   PadFill padFill = PadFill::Zero;
   std::string stage;               ///< empty when the document has none
+
+  /// The `schedule` pass's plan of this graph (Passes/Schedule.h: order, buffers, memory): built by that pass
+  /// only, kept current by the passes that rewrite nothing but kernel bodies (rewriteKernelBodies); it
+  /// describes the graph while its `root` is this graph's root (currentSchedule()). Null before the pass ran.
+  std::shared_ptr<const Schedule> schedule;
 
   /// Node -> id in the file the graph was read from (UINT32_MAX for nodes made later), for messages.
   NodeMap<uint32_t> inputIds{UINT32_MAX};

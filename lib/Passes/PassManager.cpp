@@ -7,7 +7,7 @@
 #include "IR/Files.h"
 #include "IR/Verifier.h"
 #include "Passes/Passes.h"
-#include "Targets/Targets.h"
+#include "Passes/Schedule.h"
 
 #include <algorithm>
 #include <charconv>
@@ -17,15 +17,13 @@
 #include <fstream>
 #include <ostream>
 #include <sstream>
-#include <thread>
 
-#include <unistd.h>
 
 namespace uopc {
 
 const std::vector<PassInfo> &allPasses() {
   static const std::vector<PassInfo> passes = {
-#define UOPC_PASS(Flag, Function, Default, Options, Description) {Flag, &Function, Default, Options, Description},
+#define UOPC_PASS(Flag, Function, Default, Render, Options, Description) {Flag, &Function, Default, Render, Options, Description},
 #include "Passes/Passes.def"
   };
   return passes;
@@ -135,34 +133,6 @@ int64_t PassContext::intOption(std::string_view key, int64_t fallback, int64_t l
   return x;
 }
 
-PassTarget PassTarget::forTarget(std::string_view name, bool gridOnHost) {
-  PassTarget t;
-  t.name = std::string(name);
-  const TargetInfo *info = findTarget(name); // (the driver checked the name; an unknown one gets C's defaults)
-  const bool gpu = info && info->gpu, llvmEmitter = info && info->emitter == Emitter::LLVM;
-  t.gpuGrid = gpu || gridOnHost;
-  if (t.gpuGrid) {
-    t.maxThreadsPerBlock = 256; // the launches planned today: 256-thread blocks
-    t.maxGridThreads = INT32_MAX;
-    t.vectorBytes = 4;
-  }
-  if (llvmEmitter && !t.gpuGrid) t.tileUnroll = 2;
-  if (llvmEmitter) t.lacks = {Op::THREEFRY}; // (the LLVM emitter spells no THREEFRY: decompose writes it)
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  if (!t.gpuGrid && __builtin_cpu_supports("avx512f")) t.accumulatorLanes = 256;
-#endif
-  unsigned hw = std::thread::hardware_concurrency();
-  t.hostThreads = hw ? static_cast<int>(hw) : 1;
-#ifdef _SC_LEVEL1_DCACHE_SIZE
-  // what the machine reports, where it is plausible (else the fallbacks)
-  if (long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE); l1 >= (4 << 10) && l1 <= (16 << 20)) t.l1Bytes = l1;
-  if (long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE); l2 >= (16 << 10) && l2 <= (1 << 30)) t.l2Bytes = l2;
-  if (long w = sysconf(_SC_LEVEL2_CACHE_ASSOC); w >= 1 && w <= 64) t.l2Ways = w;
-  if (long l = sysconf(_SC_LEVEL2_CACHE_LINESIZE); l >= 16 && l <= 1024 && (l & (l - 1)) == 0) t.lineBytes = l;
-#endif
-  return t;
-}
-
 void runPipeline(Graph &g, const std::vector<PipelineEntry> &pipeline, const PassManagerOptions &opts,
                  std::ostream &out, std::ostream &err, const PassTarget &target) {
   using Clock = std::chrono::steady_clock;
@@ -225,12 +195,41 @@ void runPipeline(Graph &g, const std::vector<PipelineEntry> &pipeline, const Pas
   }
 }
 
-void linearizeForRendering(Graph &g, const PassTarget &target) {
+std::vector<const PassInfo *> renderingTail() {
+  std::vector<const PassInfo *> tail;
+  for (const PassInfo &p : allPasses())
+    if (p.inRenderingTail) tail.push_back(&p);
+  return tail;
+}
+
+void runRenderingTail(Graph &g, const PassTarget &target, const std::vector<PipelineEntry> &ran, bool withSchedule) {
   bool sink = false;
   for (const UOp *u : toposort(g.root)) sink |= u->op == Op::CALL && u->nsrc > 0 && u->src(0)->op == Op::SINK;
-  if (!sink) return;
   std::ostringstream out, err;
-  runPipeline(g, parsePipeline("lower-index,commit-weak,gpu-map,linearize"), PassManagerOptions{}, out, err, target);
+  for (const PassInfo *p : renderingTail()) {
+    bool needed = p->run == &runSchedule
+                      ? withSchedule && !currentSchedule(g)
+                      : sink && std::none_of(ran.begin(), ran.end(), [&](const PipelineEntry &e) { return e.pass == p; });
+    if (needed) runPipeline(g, {PipelineEntry(p)}, PassManagerOptions{}, out, err, target);
+  }
+}
+
+const UOp *lowerKernelForRendering(Context &c, const UOp *call, const PassTarget &target) {
+  if (call->op != Op::CALL || call->nsrc == 0 || call->src(0)->op != Op::SINK) return call;
+  // a graph of this one CALL in the caller's Context (borrowed: released, never freed, on the way out)
+  Graph g;
+  g.ctx.reset(&c);
+  struct Borrowed {
+    Graph &g;
+    ~Borrowed() { (void)g.ctx.release(); }
+  } borrowed{g};
+  g.root = call;
+  std::vector<PipelineEntry> tail;
+  for (const PassInfo *p : renderingTail())
+    if (p->run != &runSchedule) tail.emplace_back(p, p->flag == "linearize" ? PassOptions{{"threads", "0"}} : PassOptions{});
+  std::ostringstream out, err;
+  runPipeline(g, tail, PassManagerOptions{}, out, err, target);
+  return g.root;
 }
 
 } // namespace uopc

@@ -42,9 +42,9 @@ struct PassTarget {
   /// The ops the target's renderer does not spell: the decompose pass writes them with ops it has
   /// (THREEFRY on llvm and ptx; the C target has a helper for it).
   std::vector<Op> lacks;
-  /// The target for `--target NAME` (with --grid-on-host for llvm), from the target registry
-  /// (Targets/Targets.def: GPU or not, which emitter); cache sizes from this machine.
-  static PassTarget forTarget(std::string_view name, bool gridOnHost = false);
+  /// The target for `--target NAME` (with --grid-on-host for llvm, --cpu CPU), from the target registry
+  /// (Targets/Targets.def: its machine description, its emitter) and this machine's probe (Passes/Machine.cpp).
+  static PassTarget forTarget(std::string_view name, bool gridOnHost = false, std::string_view cpu = "native");
 };
 
 /// A pipeline entry's options: "flag{key=value,key=value}".
@@ -66,6 +66,7 @@ struct PassInfo {
   std::string_view flag;
   PassFn run;
   bool inDefault;                 ///< part of the default pipeline
+  bool inRenderingTail;           ///< run before rendering when a pipeline left it out (renderingTail())
   std::string_view options;       ///< the option keys it takes, space-separated ("" for none)
   std::string_view description;
 };
@@ -109,9 +110,23 @@ struct PassManagerOptions {
 void runPipeline(Graph &g, const std::vector<PipelineEntry> &pipeline, const PassManagerOptions &opts,
                  std::ostream &out, std::ostream &err, const PassTarget &target = PassTarget{});
 
-/// The targets render linearized kernels: when some kernel CALL of g is still a SINK (a pipeline that
-/// stopped before linearize), runs lower-index and linearize for `target`. A no-op on a graph whose
-/// kernels are all LINEAR (what --print-after=linearize printed renders as it is).
-void linearizeForRendering(Graph &g, const PassTarget &target);
+/// The rendering tail: the passes the targets need before they render (Passes.def's Render column, in
+/// registry order: schedule, lower-index, commit-weak, decompose, gpu-map, group-reduce, linearize).
+std::vector<const PassInfo *> renderingTail();
+
+/// Runs what of the rendering tail g still needs for `target`: the schedule pass when g has no current
+/// schedule (Passes/Schedule.h: currentSchedule; only `withSchedule`: the emit tools render without one) and,
+/// when some kernel CALL of g is still a SINK (a pipeline that stopped before linearize), the per-kernel passes
+/// `ran` (the pipeline that ran) left out: those it has ran with the options it gave them. A no-op on a graph
+/// the default pipeline left, and for the kernels on one whose kernels are all LINEAR (what
+/// --print-after=linearize printed renders as it is).
+void runRenderingTail(Graph &g, const PassTarget &target, const std::vector<PipelineEntry> &ran = {},
+                      bool withSchedule = true);
+
+/// One kernel CALL through the rendering tail's per-kernel passes for `target` (linearize{threads=0}: no CPU
+/// thread split),
+/// in the caller's Context; a CALL whose body is not a SINK is returned as it is. For tools and tests that
+/// build kernels by hand.
+const UOp *lowerKernelForRendering(Context &c, const UOp *call, const PassTarget &target);
 
 } // namespace uopc

@@ -6,7 +6,7 @@
 
 namespace uopc {
 
-#define UOPC_PASS(Flag, Function, Default, Options, Description) void Function(Graph &g, const PassContext &pc);
+#define UOPC_PASS(Flag, Function, Default, Render, Options, Description) void Function(Graph &g, const PassContext &pc);
 #include "Passes/Passes.def"
 
 /// lower-index's rewrite of one kernel SINK (what the pass does to every kernel).
@@ -22,8 +22,8 @@ const UOp *gpuMapKernel(Context &c, const UOp *sink, bool lean = true, bool with
 const UOp *decomposeKernel(Context &c, const UOp *sink, const std::vector<Op> &ops);
 /// group-reduce's rewrite of one kernel SINK: its GROUP_REDUCE reductions through a block's shared memory.
 const UOp *groupReduceKernel(Context &c, const UOp *sink);
-/// One kernel CALL through lower-index, commit-weak, decompose, gpu-map and group-reduce (for a grid target) and linearize for `target` (a CALL whose body is not a SINK is
-/// returned as it is): for tools and tests that build kernels by hand.
+/// Superseded by lowerKernelForRendering (PassManager.h), which takes the tail from Passes.def's Render column;
+/// nothing calls this hand-spelled copy any more (its definition is in Linearize.cpp, to be removed there).
 const UOp *linearizeKernelCall(Context &c, const UOp *call, const PassTarget &target);
 
 } // namespace uopc

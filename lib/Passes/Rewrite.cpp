@@ -16,6 +16,7 @@
 #include "Passes/Rewrite.h"
 
 #include "IR/Error.h"
+#include "Passes/Schedule.h"
 
 #include <algorithm>
 #include <vector>
@@ -388,7 +389,23 @@ void rewriteKernelBodies(Graph &g, const std::function<const UOp *(const UOp *ca
     const UOp *n = c.withSrc(u, srcs);
     if (n != u) now[u] = n;
   }
-  if (auto it = now.find(g.root); it != now.end()) g.root = it->second;
+  auto it = now.find(g.root);
+  if (it == now.end()) return;
+  // the schedule's plan still holds (the top level is the same up to kernel bodies): its CALLs are the new ones
+  if (const Schedule *old = currentSchedule(g)) {
+    auto plan = std::make_shared<Schedule>(*old);
+    auto moved = [&](const UOp *u) {
+      auto m = now.find(u);
+      return m == now.end() ? u : m->second;
+    };
+    for (const UOp *&call : plan->calls) call = moved(call);
+    for (SchedStep &st : plan->steps) st.call = moved(st.call);
+    for (SchedKernel &k : plan->kernels) k.call = moved(k.call);
+    for (SchedBuffer &b : plan->buffers) b.node = moved(b.node);
+    plan->root = it->second;
+    g.schedule = std::move(plan);
+  }
+  g.root = it->second;
 }
 
 } // namespace uopc

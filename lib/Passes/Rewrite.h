@@ -103,7 +103,8 @@ const UOp *rebuildBottomUp(Context &ctx, const UOp *root,
 
 /// Gives every kernel CALL(SINK, ...) under g.root the body f(call) (f may return the SINK as it is) and
 /// rebuilds the users of what changed; copies and the rest of the graph keep their nodes. What the
-/// per-kernel passes (codegen, lower-index, linearize) have in common.
+/// per-kernel passes (codegen, lower-index, linearize) have in common. A current Graph::schedule stays current
+/// (its CALLs become the new ones).
 void rewriteKernelBodies(Graph &g, const std::function<const UOp *(const UOp *call)> &f);
 
 } // namespace uopc

@@ -521,9 +521,11 @@ Schedule buildSchedule(const Graph &g) {
 
 /// The `schedule` pass: checks and plans (buildSchedule), then records the plan in the graph: every
 /// top-level CALL is tagged with its position in execution order, every intermediate BUFFER with its
-/// byte offsets (one per device) in the device arenas. Kernel bodies are untouched.
+/// byte offsets (one per device) in the device arenas. Kernel bodies are untouched. The plan itself, its
+/// nodes those of the tagged graph, is kept as Graph::schedule.
 void runSchedule(Graph &g, const PassContext &) {
-  Schedule s = buildSchedule(g);
+  auto plan = std::make_shared<Schedule>(buildSchedule(g));
+  Schedule &s = *plan;
   Context &c = *g.ctx;
   std::unordered_map<const UOp *, const Arg *> tags;
   for (size_t i = 0; i < s.calls.size(); ++i) tags[s.calls[i]] = c.argInt(static_cast<int64_t>(i));
@@ -541,6 +543,20 @@ void runSchedule(Graph &g, const PassContext &) {
     made[u] = c.make(u->op, u->dtype, srcs, u->arg, it != tags.end() ? it->second : u->tag);
   }
   g.root = made.at(g.root);
+  auto now = [&](const UOp *u) {
+    auto it = made.find(u);
+    return it == made.end() ? u : it->second;
+  };
+  for (const UOp *&call : s.calls) call = now(call);
+  for (SchedStep &st : s.steps) st.call = now(st.call);
+  for (SchedKernel &k : s.kernels) k.call = now(k.call);
+  for (SchedBuffer &b : s.buffers) b.node = now(b.node);
+  s.root = g.root;
+  g.schedule = std::move(plan);
+}
+
+const Schedule *currentSchedule(const Graph &g) {
+  return g.schedule && g.schedule->root == g.root ? g.schedule.get() : nullptr;
 }
 
 std::vector<const UOp *> topLevelNodes(const UOp *root) {

@@ -94,14 +94,20 @@ struct Schedule {
   std::vector<SchedStep> steps;        ///< in execution order
   std::vector<SchedVar> vars;          ///< by name
   std::vector<int64_t> arenaBytes;     ///< per device: bytes of its intermediate arena
+  const UOp *root = nullptr;           ///< the graph root this plan describes (the schedule pass sets it)
 };
 
 /// Alignment of every intermediate inside its arena.
 inline constexpr int64_t kArenaAlign = 64;
 
-/// The schedule of a kernel graph. Throws Error for a graph that is not one (naming the node), for a
+/// The schedule of a kernel graph: what the `schedule` pass builds (and unit tests). Throws Error for a graph that is not one (naming the node), for a
 /// dependency cycle (a stale read), and for what cannot be sized.
 Schedule buildSchedule(const Graph &g);
+
+/// The plan the `schedule` pass left in g (Graph::schedule) when it still describes g (the passes since then
+/// rewrote kernel bodies only), else null: the driver, the manifest and the viewer read it; nothing else builds
+/// a schedule.
+const Schedule *currentSchedule(const Graph &g);
 
 /// The nodes under root without entering CALL bodies, sources first (iterative). The order in which both
 /// the schedule and the interpreter take the top-level calls.

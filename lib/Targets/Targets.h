@@ -11,12 +11,14 @@
 namespace uopc {
 
 enum class Target {
-#define TARGET(Id, name, ext, gpu, emitter, desc) Id,
+#define TARGET(Id, name, ext, gpu, emitter, machine, desc) Id,
 #include "Targets/Targets.def"
 };
 
 /// Which renderer writes a target's kernels.
 enum class Emitter { C, LLVM };
+/// Which machine description the passes read (PassTarget::forTarget).
+enum class Machine { Host, Gpu };
 
 struct TargetInfo {
   Target id;
@@ -24,11 +26,13 @@ struct TargetInfo {
   std::string_view extension; ///< of its kernel files
   bool gpu;                   ///< kernels run on GPUs, with a launch per step
   Emitter emitter;
+  Machine machine;
   std::string_view description;
 };
 
 inline constexpr std::array kTargets = {
-#define TARGET(Id, name, ext, gpu, emitter, desc) TargetInfo{Target::Id, name, ext, gpu, Emitter::emitter, desc},
+#define TARGET(Id, name, ext, gpu, emitter, machine, desc)                                                         \
+  TargetInfo{Target::Id, name, ext, gpu, Emitter::emitter, Machine::machine, desc},
 #include "Targets/Targets.def"
 };
 

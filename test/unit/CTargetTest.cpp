@@ -301,7 +301,7 @@ std::pair<std::string, std::string> bothWays(KernelBuilder &kb, const UOp *call,
   bufs.insert(bufs.end(), inputs.begin(), inputs.end());
   std::vector<uint64_t> args;
   for (auto &b : bufs) args.push_back(reinterpret_cast<uint64_t>(b.data()));
-  callKernel(loadKernel(emitCKernel(kb.c, linearizeKernelCall(kb.c, call, PassTarget{}), 0, "k0"), compiler), args);
+  callKernel(loadKernel(emitCKernel(kb.c, lowerKernelForRendering(kb.c, call, PassTarget{}), 0, "k0"), compiler), args);
   return {ref.at(0)[0], bufs[0]};
 }
 
@@ -412,7 +412,7 @@ TEST_CASE("commit-weak casts a weak operand to the strong one's dtype; the targe
   CHECK(add->src(1)->op == Op::CAST);
   CHECK(add->src(1)->dtype == DType::Int32);
   CHECK(add->src(1)->src(0)->dtype == DType::WeakInt);
-  // rendered through linearizeKernelCall (lower-index, commit-weak, linearize): C and the interpreter agree
+  // rendered through lowerKernelForRendering (the rendering tail): C and the interpreter agree
   std::vector<int32_t> x{1, -2, 2147483647, 0};
   auto [want, got] = bothWays(kb, call, {bytesOf(x)}, "cc");
   CHECK(got == want);

@@ -64,7 +64,7 @@ std::pair<std::string, std::string> bothWays(LlvmKernelBuilder &kb, const UOp *c
   std::vector<std::string> bufs{std::string(ref.at(0)[0].size(), '\0')};
   bufs.insert(bufs.end(), inputs.begin(), inputs.end());
   static int n = 0;
-  EmittedLLVMKernel k = emitLLVMKernel(kb.c, linearizeKernelCall(kb.c, call, PassTarget::forTarget("llvm")), 0, "t" + std::to_string(n++));
+  EmittedLLVMKernel k = emitLLVMKernel(kb.c, lowerKernelForRendering(kb.c, call, PassTarget::forTarget("llvm")), 0, "t" + std::to_string(n++));
   jit().addModule(k.ir, k.symbol);
   std::vector<void *> ptrs;
   for (auto &b : bufs) ptrs.push_back(b.data());

@@ -9,7 +9,7 @@
 #include "IR/Records.h"
 #include "IR/Kernel.h"
 #include "Passes/PassManager.h"
-#include "Targets/CTarget.h"
+#include "Targets/Renderer.h"
 
 #include <algorithm>
 #include <cstring>
@@ -20,7 +20,7 @@ using namespace uopc;
 
 int main(int argc, char **argv) {
   std::string graph, pipeline = "verify,invalid-pad,multi-lower,reduce-identity,rangeify,kernel-split,codegen";
-  CEmitOptions options;
+  RenderOptions options;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--version")) {
       std::cout << versionText("uopc-emit-c") << "\n";
@@ -40,8 +40,10 @@ int main(int argc, char **argv) {
   try {
     Graph g = readGraphFile(graph);
     std::ostringstream out, err;
-    runPipeline(g, parsePipeline(pipeline), {}, out, err);
-    linearizeForRendering(g, PassTarget::forTarget("c"));
+    std::vector<PipelineEntry> ran = parsePipeline(pipeline);
+    runPipeline(g, ran, {}, out, err);
+    runRenderingTail(g, PassTarget::forTarget("c"), ran, /*withSchedule=*/false);
+    std::unique_ptr<Renderer> renderer = makeRenderer(targetInfo(Target::C), options);
     int n = 0;
     for (const UOp *u : toposort(g.root)) {
       if (u->op != Op::CALL) continue;
@@ -54,7 +56,7 @@ int main(int argc, char **argv) {
       while (raw->op == Op::AFTER) raw = raw->src(0);
       size_t nd = std::max<size_t>(1, ParamArg::decode(raw->arg).devices.size());
       for (size_t d = 0; d < nd; ++d) {
-        EmittedKernel k = emitCKernel(*g.ctx, u, static_cast<int64_t>(d), "k" + std::to_string(n) + (nd > 1 ? "_dev" + std::to_string(d) : ""), options);
+        RenderedKernel k = renderer->render(*g.ctx, u, static_cast<int64_t>(d), "k" + std::to_string(n) + (nd > 1 ? "_dev" + std::to_string(d) : ""));
         std::cout << k.source << "\n";
       }
       ++n;

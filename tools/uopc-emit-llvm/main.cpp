@@ -12,7 +12,7 @@
 #include "IR/Records.h"
 #include "IR/Kernel.h"
 #include "Passes/PassManager.h"
-#include "Targets/LLVMTarget.h"
+#include "Targets/Renderer.h"
 
 #include <algorithm>
 #include <cstring>
@@ -23,8 +23,8 @@ using namespace uopc;
 
 int main(int argc, char **argv) {
   std::string graph, pipeline = "verify,invalid-pad,multi-lower,reduce-identity,rangeify,kernel-split,codegen";
-  LLVMEmitOptions options;
-  bool nvptxIR = false;
+  RenderOptions options;
+  bool ptx = false, nvptxIR = false;
   const char *usage = "usage: uopc-emit-llvm GRAPH [--pass-pipeline P] [--no-opt] [--grid-on-host | --ptx "
                       "[--gpu-arch sm_XX] [--nvptx-ir]]\n";
   for (int i = 1; i < argc; ++i) {
@@ -34,8 +34,8 @@ int main(int argc, char **argv) {
     }
     if (!std::strcmp(argv[i], "--pass-pipeline") && i + 1 < argc) pipeline = argv[++i];
     else if (!std::strcmp(argv[i], "--no-opt")) options.optimize = false;
-    else if (!std::strcmp(argv[i], "--grid-on-host")) options.mapping = LLVMEmitOptions::Mapping::GridOnHost;
-    else if (!std::strcmp(argv[i], "--ptx")) options.mapping = LLVMEmitOptions::Mapping::PTX;
+    else if (!std::strcmp(argv[i], "--grid-on-host")) options.gridOnHost = true;
+    else if (!std::strcmp(argv[i], "--ptx")) ptx = true;
     else if (!std::strcmp(argv[i], "--nvptx-ir")) nvptxIR = true;
     else if (!std::strcmp(argv[i], "--gpu-arch") && i + 1 < argc) options.gpuArch = argv[++i];
     else if (argv[i][0] == '-') {
@@ -50,9 +50,12 @@ int main(int argc, char **argv) {
   try {
     Graph g = readGraphFile(graph);
     std::ostringstream out, err;
-    runPipeline(g, parsePipeline(pipeline), {}, out, err);
-    linearizeForRendering(g, PassTarget::forTarget(options.mapping == LLVMEmitOptions::Mapping::PTX ? "ptx" : "llvm",
-                                                    options.mapping == LLVMEmitOptions::Mapping::GridOnHost));
+    std::vector<PipelineEntry> ran = parsePipeline(pipeline);
+    runPipeline(g, ran, {}, out, err);
+    if (ptx) options.gridOnHost = false; // (--ptx wins over --grid-on-host)
+    const TargetInfo &target = targetInfo(ptx ? Target::PTX : Target::LLVM);
+    runRenderingTail(g, PassTarget::forTarget(target.name, options.gridOnHost), ran, /*withSchedule=*/false);
+    std::unique_ptr<Renderer> renderer = makeRenderer(target, options);
     int n = 0;
     for (const UOp *u : toposort(g.root)) {
       if (u->op != Op::CALL) continue;
@@ -65,10 +68,9 @@ int main(int argc, char **argv) {
       while (raw->op == Op::AFTER) raw = raw->src(0);
       size_t nd = std::max<size_t>(1, ParamArg::decode(raw->arg).devices.size());
       for (size_t d = 0; d < nd; ++d) {
-        EmittedLLVMKernel k = emitLLVMKernel(*g.ctx, u, static_cast<int64_t>(d),
-                                             "k" + std::to_string(n) + (nd > 1 ? "_dev" + std::to_string(d) : ""), options);
-        bool printPTX = options.mapping == LLVMEmitOptions::Mapping::PTX && !nvptxIR;
-        std::cout << (printPTX ? k.ptx : k.ir) << "\n";
+        RenderedKernel k = renderer->render(*g.ctx, u, static_cast<int64_t>(d),
+                                            "k" + std::to_string(n) + (nd > 1 ? "_dev" + std::to_string(d) : ""));
+        std::cout << (nvptxIR ? k.llvmIR : k.source) << "\n";
       }
       ++n;
     }
