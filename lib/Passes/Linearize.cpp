@@ -625,18 +625,6 @@ struct Linearizer {
 
 } // namespace
 
-const UOp *linearizeKernelCall(Context &c, const UOp *call, const PassTarget &target) {
-  if (call->op != Op::CALL || call->nsrc == 0 || call->src(0)->op != Op::SINK) return call;
-  Linearizer l(c);
-  l.gpu = target.gpuGrid;
-  l.maxBlock = target.gpuGrid ? std::max<int64_t>(1, target.maxThreadsPerBlock) : 256;
-  std::vector<const UOp *> srcs(call->src().begin(), call->src().end());
-  const UOp *body = decomposeKernel(c, commitWeakKernel(c, lowerIndexKernel(c, call->src(0))), target.lacks);
-  if (target.gpuGrid) body = groupReduceKernel(c, gpuMapKernel(c, body));
-  srcs[0] = l.run(body);
-  return c.withSrc(call, srcs);
-}
-
 void runLinearize(Graph &g, const PassContext &pc) {
   Context &c = *g.ctx;
   bool gpu = pc.target.gpuGrid;

@@ -22,8 +22,5 @@ const UOp *gpuMapKernel(Context &c, const UOp *sink, bool lean = true, bool with
 const UOp *decomposeKernel(Context &c, const UOp *sink, const std::vector<Op> &ops);
 /// group-reduce's rewrite of one kernel SINK: its GROUP_REDUCE reductions through a block's shared memory.
 const UOp *groupReduceKernel(Context &c, const UOp *sink);
-/// Superseded by lowerKernelForRendering (PassManager.h), which takes the tail from Passes.def's Render column;
-/// nothing calls this hand-spelled copy any more (its definition is in Linearize.cpp, to be removed there).
-const UOp *linearizeKernelCall(Context &c, const UOp *call, const PassTarget &target);
 
 } // namespace uopc
