@@ -4,6 +4,7 @@
 #include "IR/Error.h"
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <random>
@@ -62,6 +63,26 @@ void writeFileAtomic(const std::string &path, std::string_view bytes) {
     ::unlink(tmp.c_str());
     cannotWrite(path, err);
   }
+}
+
+namespace {
+/// The directory of the running executable with a trailing '/' ("" when /proc/self/exe cannot be read).
+std::string ownDirectory() {
+  std::string path(4096, '\0');
+  ssize_t n = readlink("/proc/self/exe", path.data(), path.size());
+  if (n <= 0 || static_cast<size_t>(n) >= path.size()) return "";
+  path.resize(static_cast<size_t>(n));
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "" : path.substr(0, slash + 1);
+}
+} // namespace
+
+std::string pluginPath(const char *envVar, const std::string &file) {
+  if (const char *env = std::getenv(envVar); env && *env) return env;
+  std::string dir = ownDirectory(), path = dir + file;
+  if (access(path.c_str(), F_OK) != 0 && !dir.empty())
+    if (std::string installed = dir + "../lib/uopc/" + file; access(installed.c_str(), F_OK) == 0) return installed;
+  return path;
 }
 
 } // namespace uopc

@@ -17,4 +17,8 @@ namespace uopc {
 /// (the temporary file removed, the old file untouched) when it cannot be written.
 void writeFileAtomic(const std::string &path, std::string_view bytes);
 
+/// Where the tools' plugin `file` (libuopc-llvm.so, libuopc-mpi.so) is: $`envVar` when set, else beside the
+/// running executable (a build tree), else in ../lib/uopc/ from it (an installed prefix) when it is there.
+std::string pluginPath(const char *envVar, const std::string &file);
+
 } // namespace uopc

@@ -2,6 +2,7 @@
 #include "Runtime/Mpi.h"
 
 #include "IR/Error.h"
+#include "IR/Files.h"
 
 #include <dlfcn.h>
 #include <unistd.h>
@@ -11,16 +12,6 @@
 namespace uopc {
 
 namespace {
-
-/// The directory of the running executable with a trailing '/' ("" when unknown).
-std::string ownDirectory() {
-  std::string path(4096, '\0');
-  ssize_t n = readlink("/proc/self/exe", path.data(), path.size());
-  if (n <= 0 || static_cast<size_t>(n) >= path.size()) return "";
-  path.resize(static_cast<size_t>(n));
-  size_t slash = path.rfind('/');
-  return slash == std::string::npos ? "" : path.substr(0, slash + 1);
-}
 
 int envInt(const char *name) {
   const char *v = std::getenv(name);
@@ -81,11 +72,7 @@ int launcherSize() {
 std::unique_ptr<Comm> startMpi(int *argc, char ***argv) {
   int n = launcherSize();
   if (n <= 1) return nullptr;
-  const char *env = std::getenv("UOPC_MPI_PLUGIN");
-  std::string path = env && *env ? env : ownDirectory() + "libuopc-mpi.so";
-  if (!(env && *env) && access(path.c_str(), F_OK) != 0 && !ownDirectory().empty())
-    if (std::string installed = ownDirectory() + "../lib/uopc/libuopc-mpi.so"; access(installed.c_str(), F_OK) == 0)
-      path = installed;
+  std::string path = pluginPath("UOPC_MPI_PLUGIN", "libuopc-mpi.so");
   if (access(path.c_str(), F_OK) != 0)
     fail("launched as one of " + std::to_string(n) +
          " MPI processes, but this uopc-run was built without MPI (no libuopc-mpi.so beside it: CMake found no MPI; "

@@ -2,6 +2,7 @@
 #include "Targets/LLVMPlugin.h"
 
 #include "IR/Error.h"
+#include "IR/Files.h"
 
 #include <dlfcn.h>
 #include <unistd.h>
@@ -11,32 +12,12 @@
 
 namespace uopc {
 
-namespace {
-
-/// The directory of the running executable (the core libraries are linked into it), with a trailing '/';
-/// "" when /proc/self/exe cannot be read.
-std::string ownDirectory() {
-  std::string path(4096, '\0');
-  ssize_t n = readlink("/proc/self/exe", path.data(), path.size());
-  if (n <= 0 || static_cast<size_t>(n) >= path.size()) return "";
-  path.resize(static_cast<size_t>(n));
-  size_t slash = path.rfind('/');
-  return slash == std::string::npos ? "" : path.substr(0, slash + 1);
-}
-
-} // namespace
-
 const LLVMPluginApi &llvmPlugin() {
   static std::once_flag once;
   static const LLVMPluginApi *api = nullptr;
   static std::string error;
   std::call_once(once, [] {
-    const char *env = std::getenv("UOPC_LLVM_PLUGIN");
-    // (beside the executable in a build tree; in ../lib/uopc/ from it in an installed prefix)
-    std::string path = env && *env ? env : ownDirectory() + "libuopc-llvm.so";
-    if (!(env && *env) && access(path.c_str(), F_OK) != 0 && !ownDirectory().empty())
-      if (std::string installed = ownDirectory() + "../lib/uopc/libuopc-llvm.so"; access(installed.c_str(), F_OK) == 0)
-        path = installed;
+    std::string path = pluginPath("UOPC_LLVM_PLUGIN", "libuopc-llvm.so");
     void *h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!h) {
       const char *why = dlerror();
