@@ -442,9 +442,16 @@ struct Linearizer {
     }
     if (total < 2 || total > INT32_MAX) return body;
     if (storesMayRace(body)) return body;
-    KernelWork w = kernelWork(body);
-    auto ops = w.ops.constant(), loads = w.loads.constant();
-    if (!ops || !loads || *ops + *loads < minWork) return body;
+    // the work, store by store (pieces of a split loop share their reduction ranges, and the work model
+    // places a shared range once: in the whole kernel every piece's reductions would count as the first's)
+    int64_t work = 0;
+    for (const UOp *e : body->src()) {
+      KernelWork w = kernelWork(c.make(Op::SINK, body->dtype, {e}));
+      auto ops = w.ops.constant(), loads = w.loads.constant();
+      if (!ops || !loads) return body;
+      work = std::min<int64_t>(INT64_MAX / 4, work + std::min<int64_t>(*ops, INT64_MAX / 4) + std::min<int64_t>(*loads, INT64_MAX / 4));
+    }
+    if (work < minWork) return body;
     std::unordered_map<const UOp *, const UOp *> to;
     int64_t offset = 0;
     for (const UOp *r : outer) {

@@ -360,9 +360,14 @@ std::optional<std::vector<Opt>> chooseChannelTile(Context &c, const Shape &s,
     // gated, 3.7 split)
     bool cutBorders = interior[*ra] && s.sizes[*ra] >= 14;
     int64_t lo = cutBorders ? interior[*ra]->first : 0, hi = cutBorders ? interior[*ra]->second : s.sizes[*ra];
-    // the amount (4 to 8 lanes, fewer only for a shorter span) covering most of the span, the larger on a tie
+    // the amount (4 to 8 lanes, fewer only for a shorter span) covering most of the span, the larger on a tie;
+    // a tile of one vector of channels takes a span of up to 16 whole (SqueezeNet's classifier, 1000 channels
+    // in 8 lanes over rows of 13: 13 pixels, one thread, 3.4 ms where 6 + a border piece took 4.5-4.8;
+    // ShuffleNet's grouped 1x1 convolutions, 4 lanes over rows of 14, 0.37 -> 0.27 ms; a longer span keeps 8:
+    // 16 of ShuffleNet's stem's 112 pixels took 2.5x the 8's time)
     int64_t span = hi - lo, amt = 1, cut = 0;
-    for (int64_t a = std::min<int64_t>(8, budget); a >= 2; --a)
+    int64_t most = lanes <= vec && span <= 16 ? span : 8;
+    for (int64_t a = std::min<int64_t>(most, budget); a >= 2; --a)
       if (span >= a && span / a * a > cut && (a >= 4 || cut == 0)) amt = a, cut = span / a * a;
     std::vector<Opt> opts;
     for (size_t a = 0; a < s.axes.size(); ++a)
