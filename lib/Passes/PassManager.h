@@ -39,6 +39,10 @@ struct PassTarget {
   /// machine and it has AVX-512's 32 registers (an 8x32 matmul tile, sixteen of them: the encoder's
   /// feed-forward matmul 31 -> 25 ms here).
   int64_t accumulatorLanes = 128;
+  /// The lanes (of 4 bytes) the channel tile's accumulators may take: all the vector registers but four
+  /// (for the weights' vectors and the broadcast input): 448 with AVX-512 (28 of 32 64-byte registers), 96
+  /// with AVX2 (12 of 16 32-byte registers), the default where the kernels are built for another CPU.
+  int64_t tileLanes = 96;
   /// The ops the target's renderer does not spell: the decompose pass writes them with ops it has
   /// (THREEFRY on llvm and ptx; the C target has a helper for it).
   std::vector<Op> lacks;

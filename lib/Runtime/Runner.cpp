@@ -749,9 +749,16 @@ void runManifest(const ManifestRunRequest &req, std::ostream &out) {
     cpu = c.get();
     backend = std::move(c);
   }
+  // (-v, one process: where the first run's time went; the build or JIT is what a cached run skips)
+  using Clock = std::chrono::steady_clock;
+  auto seconds = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
+  auto t0 = Clock::now();
   backend->prepare();
+  auto t1 = Clock::now();
   backend->load(inputs);
+  auto t2 = Clock::now();
   backend->run(varValues, nullptr);
+  auto t3 = Clock::now();
   std::vector<unsigned char> host;
   if (comm && rank != 0) {
     for (int64_t i : written) cpu->sendToRoot(static_cast<size_t>(i));
@@ -767,6 +774,10 @@ void runManifest(const ManifestRunRequest &req, std::ostream &out) {
       }
     }
   }
+  if (req.verbose && !comm)
+    out << std::fixed << std::setprecision(3) << "time: prepare (kernel build, JIT or load) " << seconds(t0, t1)
+        << " s, inputs " << seconds(t1, t2) << " s, first run " << seconds(t2, t3) << " s, outputs "
+        << seconds(t3, Clock::now()) << " s" << std::endl;
   if (req.verbose && cpu && comm) {
     const RankTimes &t = cpu->rankTimes();
     out << std::fixed << std::setprecision(3) << "rank " << rank << "/" << nranks << ": inputs " << t.inputs << " s, kernels "

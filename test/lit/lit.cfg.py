@@ -14,6 +14,9 @@ config.environment["PATH"] = os.pathsep.join([config.uopc_tools_dir, config.llvm
 config.substitutions.append(("%uopc-run", os.path.join(config.uopc_tools_dir, "uopc-run")))
 config.substitutions.append(("%uopc", os.path.join(config.uopc_tools_dir, "uopc")))
 config.substitutions.append(("%corpus", config.uopc_corpus))
+# The register tiles the tests check are sized for AVX-512's registers whatever the machine running them
+# (Passes/Machine.cpp: describeVectors); a test of another size sets UOPC_VECTOR_ISA itself.
+config.environment["UOPC_VECTOR_ISA"] = "avx512"
 for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):
     if var in os.environ:
         config.environment[var] = os.environ[var]

@@ -61,8 +61,9 @@ int main(int argc, char **argv) {
                                        "(NAME, or NAME@i for device i of a multi-device one; see Runtime/Safetensors.h)");
   app.add_option("--outputs", stOutputs, "Manifest mode: write every output parameter into this safetensors file by name");
   app.add_flag("--list-passes", listPasses, "List the registered passes and exit");
-  app.add_flag("-v,--verbose", verbose, "Manifest mode: print `rank R/N: devices D,...` before the run (under mpirun: each "
-                                        "process, and where its time went after the run)");
+  app.add_flag("-v,--verbose", verbose, "Manifest mode: print `rank R/N: devices D,...` before the run and where its time went "
+                                        "after it (one process: the kernel build or JIT, reading the inputs, the first run, "
+                                        "writing the outputs; under mpirun: each process's)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {

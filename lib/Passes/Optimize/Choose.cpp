@@ -14,7 +14,6 @@
 #include "Passes/Symbolic/Symbolic.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <map>
 #include <numeric>
 #include <set>
@@ -303,20 +302,35 @@ std::optional<Shape> blockedShape(Context &c, const Shape &s, size_t a, int64_t 
 /// it, else 32, 16, 8): each weight read is re-laid out by a kernel of its own that runs once per load of the
 /// inputs (relayout:oa:SLOT, oa's lanes innermost, so that the tile loads them as whole vectors), the other
 /// reads load one element per reuse lane and broadcast it. The reuse axis is the innermost other output loop
-/// that moves a non-weight read and no weight; its upcast (up to 8, within 448 accumulator lanes: 28 of
-/// AVX-512's 32 registers) covers most of its interior, the borders and the rest pieces of their own (a row
-/// of under 14 keeps its borders, gated). Measured on ResNet-50's 3x3 convolutions, one thread, this
-/// machine: 64 lanes x 4-6 pixels 3.2-3.9 ms where 32 x 8 took 5.1-6.9. nullopt when no loop qualifies.
+/// that moves a non-weight read and no weight; its upcast (up to 8, within the machine's accumulator lanes,
+/// PassTarget::tileLanes: 448 with AVX-512, 96 with AVX2) covers most of its interior, the borders and the
+/// rest pieces of their own (a row of under 14 keeps its borders, gated). Measured on ResNet-50's 3x3
+/// convolutions, one thread, on Sapphire Rapids (AVX-512): 64 lanes x 4-6 pixels 3.2-3.9 ms where 32 x 8 took
+/// 5.1-6.9. nullopt when no loop qualifies.
 std::optional<std::vector<Opt>> chooseChannelTile(Context &c, const Shape &s,
                                                   const std::vector<std::vector<std::optional<int64_t>>> &strides,
                                                   const std::vector<std::optional<std::pair<int64_t, int64_t>>> &interior,
-                                                  int64_t vec) {
+                                                  int64_t vec, int64_t tileLanes) {
+  // (the accumulators of reductions over different loops are not live at once: linearize runs each
+  // reduction's loop to its end before the next begins, a finished one waiting in memory for the store;
+  // only reductions over the same loops share the registers: a residual's main and downsample branches
+  // get a whole tile each)
+  std::map<std::vector<const UOp *>, int64_t> together;
+  int64_t live = 1;
+  for (const UOp *red : s.reduces) {
+    std::vector<const UOp *> loops(red->src().begin() + 1, red->src().end());
+    std::sort(loops.begin(), loops.end());
+    live = std::max(live, ++together[loops]);
+  }
   for (size_t oa = 0; oa < s.axes.size(); ++oa) {
     if (interior[oa]) continue;
     int64_t n = s.sizes[oa];
     int64_t lanes = 0;
+    // the most lanes that divide the channels and leave the registers room for a reuse upcast of 3 (with
+    // AVX2's 96 accumulator lanes, 32 x 3: ResNet-50, one thread on Zen 3, 164 ms, where 16 x 6 took 195 and
+    // AVX-512's 64 x 7, spilled, 251)
     for (int64_t l : {8 * vec, 4 * vec, 2 * vec, vec})
-      if (!lanes && n % l == 0) lanes = l;
+      if (!lanes && n % l == 0 && (tileLanes / (l * live) >= 3 || l == vec)) lanes = l;
     // half a vector only for many channels none of those divide (ShuffleNet's groups of 68)
     if (!lanes && vec >= 2 && n >= 4 * vec && n % (vec / 2) == 0) lanes = vec / 2;
     if (!lanes) continue;
@@ -342,18 +356,9 @@ std::optional<std::vector<Opt>> chooseChannelTile(Context &c, const Shape &s,
       if (fine && moves) ra = b;
     }
     if (!ra) continue;
-    // (the accumulators of reductions over different loops are not live at once: linearize runs each
-    // reduction's loop to its end before the next begins, a finished one waiting in memory for the store;
-    // only reductions over the same loops share the registers: a residual's main and downsample branches
-    // get a whole tile each)
-    std::map<std::vector<const UOp *>, int64_t> together;
-    int64_t live = 1;
-    for (const UOp *red : s.reduces) {
-      std::vector<const UOp *> loops(red->src().begin() + 1, red->src().end());
-      std::sort(loops.begin(), loops.end());
-      live = std::max(live, ++together[loops]);
-    }
-    int64_t budget = 448 / (lanes * live);
+    // (one vector of lanes leaves two more registers to the accumulators: a weight vector and a broadcast
+    // are all it loads)
+    int64_t budget = std::max<int64_t>(1, (tileLanes + (lanes <= vec ? 2 * vec : 0)) / (lanes * live));
     // a row of 7 keeps its borders in the tile, gated: its border pieces of one lane would be 2/7 of the work,
     // each streaming the whole weight panel once per pixel (ResNet-50's 7x7 3x3 convolution, 512 channels,
     // one thread: 4.5 ms whole, 5.5 split); from 14 on the borders are cut off (14x14, 256 channels: 6.0 ms
@@ -562,7 +567,7 @@ std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target
     // thread, took 104 ms with the vector tile, 51 with the channel tile)
     bool padded = std::any_of(interior.begin(), interior.end(), [](auto x) { return x.has_value(); });
     if (shortRow || padded)
-      if (auto opts = chooseChannelTile(c, s, strides, interior, vec)) return *opts;
+      if (auto opts = chooseChannelTile(c, s, strides, interior, vec, target.tileLanes)) return *opts;
   }
   // the vector axis
   std::optional<size_t> va;
