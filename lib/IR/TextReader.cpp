@@ -118,7 +118,7 @@ private:
   std::unordered_map<uint64_t, const UOp *> ids_; ///< the region being built: %ID -> node
   bool topLevel_ = false;
   size_t nodes_ = 0;
-  std::string scratch_;
+  unsigned maxDepth_ = 0; ///< the deepest arg value of the line so far (the printer's depth: the arg is 0)
 
   // ---- messages -----------------------------------------------------------------------------------
   [[noreturn]] void failAt(size_t pos, const std::string &msg) const {
@@ -540,6 +540,7 @@ private:
     // level is always a source (the printer parenthesizes an arg that holds a reference).
     std::vector<const Arg *> items;
     std::vector<const UOp *> srcs;
+    maxDepth_ = 0;
     while (true) {
       Tok t = next();
       if (isPunct(t, ':')) break;
@@ -566,8 +567,11 @@ private:
       }
       if (t.kind == Tok::Newline || t.kind == Tok::End) unexpected(t, "': DTYPE' (every line ends with its dtype)");
       if (items.size() >= lim_.maxArgItems) failAt(t.pos, "more than " + std::to_string(lim_.maxArgItems) + " arg items");
-      items.push_back(value(t, 1, Word::None));
+      items.push_back(value(t, 0, Word::None));
     }
+    // several items are the elements of the arg tuple, one level down: the printer's limit holds for them too
+    if (items.size() >= 2 && maxDepth_ + 1 > lim_.maxArgDepth)
+      failAt(opTok.pos, "arg nested too deep (over " + std::to_string(lim_.maxArgDepth) + " levels)");
     const Arg *arg = items.empty() ? nullptr : items.size() == 1 ? items[0] : g_.ctx->argTuple(items);
     Tok dt = next();
     if (dt.kind != Tok::Word) unexpected(dt, "a dtype after ':'");
@@ -584,7 +588,7 @@ private:
       }
       if (t.kind == Tok::Word && t.text == "tag" && t.eqFollows && !tag) {
         next(); // '='
-        tag = value(next(), 1, Word::None);
+        tag = value(next(), 0, Word::None);
         continue;
       }
       unexpected(t, "[shape ...], [device ...], tag=... or the end of the line");
@@ -608,8 +612,11 @@ private:
   // ---- args ---------------------------------------------------------------------------------------
   const Arg *value(const Tok &t, unsigned depth, Word prefer) {
     Context &c = *g_.ctx;
+    // the printer's depth (AsmPrinter.cpp: the node's arg is 0, a tuple's or a record's elements one more),
+    // so that what reads back is what prints in full
     if (depth > lim_.maxArgDepth)
       failAt(t.pos, "arg nested too deep (over " + std::to_string(lim_.maxArgDepth) + " levels)");
+    maxDepth_ = std::max(maxDepth_, depth);
     switch (t.kind) {
     case Tok::Number: return number(t);
     case Tok::String: {

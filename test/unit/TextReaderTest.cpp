@@ -128,6 +128,17 @@ TEST_CASE("every arg kind the printer writes reads back as the same arg", "[asm]
   CHECK(t.find(" = CONST (%16) : void") != std::string::npos);
 }
 
+TEST_CASE("an arg as deep as the readers allow reads back from its text", "[asm][text]") {
+  Graph g;
+  Context &c = *g.ctx;
+  const Arg *a = c.argInt(1);
+  for (int i = 0; i < 64; ++i) a = c.argTuple({a, c.argInt(i)}); // the int at the printer's depth 64
+  const Arg *b = c.argInt(1);
+  for (int i = 0; i < 64; ++i) b = c.argTuple({b});
+  g.root = c.make(Op::SINK, DType::Void, {c.make(Op::CONST, DType::Void, {}, a), c.make(Op::CONST, DType::Void, {}, b)});
+  roundTrip(g);
+}
+
 TEST_CASE("kernels read back: a kernel may call one printed after it, shared bodies stay one", "[asm][text]") {
   Graph g;
   Context &c = *g.ctx;
