@@ -20,6 +20,7 @@
 #include <limits>
 #include <new>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace uopc {
 namespace {
@@ -154,6 +155,7 @@ private:
       if (e == std::string_view::npos) e = text_.size();
       t.kind = Tok::Comment;
       t.text = text_.substr(pos_ + 2, e - pos_ - 2);
+      if (!t.text.empty() && t.text.back() == '\r') t.text.remove_suffix(1); // CRLF text
       pos_ = e;
       return t;
     }
@@ -333,12 +335,6 @@ private:
     Tok t = next();
     if (!isPunct(t, c)) unexpected(t, what);
   }
-  /// The end of a line: a newline or the end of the text (a comment before it is skipped).
-  void expectLineEnd() {
-    Tok t = next();
-    if (t.kind != Tok::Newline && t.kind != Tok::End) unexpected(t, "the end of the line");
-  }
-
   // ---- pass 1: the regions and the header ---------------------------------------------------------
   /// The header the printer writes first: `// N nodes[, K kernels (M nodes)]; pad_fill=P[; stage=S]`, and
   /// (AsmOptions::full) `// producer {...}`. Other comments are for people.
@@ -466,13 +462,11 @@ private:
     std::vector<std::vector<size_t>> callers(nk);
     std::vector<size_t> waiting(nk, 0);
     for (size_t r = 0; r < regions_.size(); ++r) {
-      std::vector<size_t> seen;
+      std::unordered_set<size_t> seen;
       for (auto &[callee, pos] : regions_[r].calls) {
         auto it = byName_.find(callee);
         if (it == byName_.end()) failAt(pos, "kernel @" + callee + " is not defined (no kernel @" + callee + " { ... })");
-        if (r == nk) continue;
-        if (std::find(seen.begin(), seen.end(), it->second) != seen.end()) continue;
-        seen.push_back(it->second);
+        if (r == nk || !seen.insert(it->second).second) continue;
         callers[it->second].push_back(r);
         ++waiting[r];
       }
