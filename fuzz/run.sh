@@ -17,7 +17,7 @@ for t in "${TARGETS[@]}"; do
   elif [ "$t" = fuzz_safetensors ]; then
     cp fuzz/seeds/safetensors/*.safetensors "$work/corpus/"
   else
-    for f in test/lit/*/Inputs/*.json; do cp "$f" "$work/corpus/$(echo "$f" | tr / _)"; done
+    for f in test/lit/*/Inputs/*.json test/lit/*/Inputs/*.uopir; do cp "$f" "$work/corpus/$(echo "$f" | tr / _)"; done
     if [ -d "$CORPUS/public" ]; then
       for d in "$CORPUS"/public/*/; do
         f="$d/graph.json"

@@ -9,6 +9,7 @@
 #include "Driver/Manifest.h"
 #include "Driver/OutputDir.h"
 #include "Driver/Viz.h"
+#include "IR/AsmPrinter.h"
 #include "IR/Error.h"
 #include "IR/GraphIO.h"
 #include "IR/Kernel.h"
@@ -71,23 +72,29 @@ std::optional<int> parseArgs(CLI::App &app, int argc, char **argv, const int &ve
   return std::nullopt;
 }
 
-/// `uopc convert IN -o OUT [--format json|uopb]`: re-encodes a graph document.
+/// `uopc convert IN -o OUT [--format json|uopb|text]`: re-encodes a graph document.
 int convertMain(int argc, char **argv) {
-  CLI::App app{"uopc convert: re-encode a graph document (JSON <-> .uopb)", "uopc convert"};
+  CLI::App app{"uopc convert: re-encode a graph document (JSON, .uopb, the text form)", "uopc convert"};
   std::string input, output, format;
   int verbosity = 0;
   std::string level;
-  app.add_option("input", input, "Graph document (JSON or .uopb, detected by content)")->required();
+  app.add_option("input", input, "Graph document (JSON, .uopb or the text form, detected by content)")->required();
   app.add_option("-o,--output", output, "Output file")->required();
-  app.add_option("--format", format, "Output encoding (default: from the output name, .uopb or JSON)")
-      ->check(CLI::IsMember({"json", "uopb"}));
+  app.add_option("--format", format,
+                 "Output encoding (default: from the output name, .uopb, .txt or .uopir (the text form, nothing "
+                 "elided), else JSON)")
+      ->check(CLI::IsMember({"json", "uopb", "text"}));
   addLogOptions(app, verbosity, level);
   if (std::optional<int> rc = parseArgs(app, argc, argv, verbosity, level)) return *rc;
-  if (format.empty())
-    format = output.size() >= 5 && output.compare(output.size() - 5, 5, ".uopb") == 0 ? "uopb" : "json";
+  auto endsWith = [&](std::string_view suffix) {
+    return output.size() >= suffix.size() && output.compare(output.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  if (format.empty()) format = endsWith(".uopb") ? "uopb" : endsWith(".txt") || endsWith(".uopir") ? "text" : "json";
   try {
     Graph g = readGraphFile(input);
-    writeFileAtomic(output, format == "uopb" ? writeGraphBinary(g) : writeGraphJson(g));
+    writeFileAtomic(output, format == "uopb"   ? writeGraphBinary(g)
+                            : format == "text" ? printGraphText(g, AsmOptions::full())
+                                               : writeGraphJson(g));
   } catch (const Error &e) {
     std::cerr << "uopc: error: " << printable(e.what()) << "\n";
     return kExitBadInput;
@@ -152,7 +159,7 @@ void printStats(const Schedule &s, const std::optional<Count> &tensor, std::ostr
 int compileMain(int argc, char **argv) {
   CLI::App app{"uopc: ahead-of-time compiler for tinygrad UOp graphs.\n"
                "  uopc GRAPH -o DIR          compile a graph (JSON or .uopb)\n"
-               "  uopc convert IN -o OUT     re-encode a graph document (JSON <-> .uopb)",
+               "  uopc convert IN -o OUT     re-encode a graph document (JSON, .uopb, text)",
                "uopc"};
   std::string input, outDir, targetName(kTargets[0].name), pipelineText, emit, libName, embedParams, paramsFile,
       paramsFormat = "incbin";
@@ -225,12 +232,16 @@ int compileMain(int argc, char **argv) {
   app.add_option("--print-after", pm.printAfter, "Print the graph after this pass (repeatable)")->delimiter(',');
   app.add_flag("--print-changed", pm.printChanged, "With a print option: only print passes that changed the graph");
   app.add_option("--dump-dir", pm.dumpDir,
-                 "Write NN-<pass>.json (.txt with --print-ir-format=text) after every pass into this directory");
+                 "Write NN-<pass>.json (.txt with --print-ir-format=text, nothing elided) after every pass into this "
+                 "directory; either reads back in (uopc NN-<pass>.txt --pass-pipeline=...)");
   std::string irFormat, vizFile;
   app.add_option("--print-ir-format", irFormat,
                  "Form of printed and dumped graphs: text (readable, the default for --print-after*) or json (format "
-                 "v1, reads back in: the default for --dump-dir)")
+                 "v1: the default for --dump-dir)")
       ->check(CLI::IsMember({"text", "json"}));
+  app.add_flag("--print-ir-full", pm.printFull,
+               "With a print option: elide no long tuple, string or source list, so that the text reads back in "
+               "(uopc FILE --pass-pipeline=...)");
   app.add_option("--viz", vizFile,
                  "Write one self-contained HTML page showing the graph after every pass (kernels as boxes that open "
                  "into their graph and source); -o is then optional");

@@ -3,9 +3,12 @@
 // ReadLimits::maxArgDepth deep, and the printer stops spelling them out below kMaxArgDepth.
 #include "IR/AsmPrinter.h"
 
+#include "IR/AsmSyntax.h"
 #include "IR/Error.h"
 #include "IR/GraphIOInternal.h"
 #include "IR/Shape.h"
+
+#include <nlohmann/json.hpp>
 
 #include <charconv>
 #include <set>
@@ -14,6 +17,8 @@
 
 namespace uopc {
 namespace {
+
+using asmtext::Word;
 
 constexpr unsigned kMaxArgDepth = 64;
 
@@ -33,25 +38,6 @@ void collectRefs(const Arg *a, std::vector<const UOp *> &out) {
     // reversed, so that refs come out in element order
     for (size_t i = x->count; i-- > 0;) stack.push_back(x->items[i]);
   }
-}
-
-/// A name safe to print bare after '@' (else it is quoted).
-bool plainName(std::string_view s) {
-  if (s.empty()) return false;
-  for (char c : s)
-    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.'))
-      return false;
-  return true;
-}
-
-/// A string printed without quotes: a name, a device ("CPU:1"), a dotted path.
-bool bareString(std::string_view s) {
-  if (s.empty() || !((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z') || s[0] == '_')) return false;
-  for (char c : s)
-    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
-          c == ':'))
-      return false;
-  return s != "None" && s != "True" && s != "False" && s != "Invalid";
 }
 
 std::string recordString(const Arg *a, std::string_view field) {
@@ -82,8 +68,10 @@ struct AsmPrinter::Impl {
     return p.first == gen && gen != 0 ? int64_t(p.second) : -1;
   }
 
-  void string(std::string &out, std::string_view s, bool allowBare) {
-    if (allowBare && s.size() <= opts.maxStringBytes && bareString(s)) {
+  /// A string, bare when it reads back as this string (not as a name or a keyword: `"ADD"`, `"None"`).
+  void string(std::string &out, std::string_view s, bool allowBare, Word prefer = Word::None) {
+    if (allowBare && s.size() <= opts.maxStringBytes && asmtext::bareWord(s) &&
+        asmtext::classifyWord(s, prefer) == Word::String) {
       out += s;
       return;
     }
@@ -97,8 +85,16 @@ struct AsmPrinter::Impl {
     out += "... (" + std::to_string(s.size()) + " bytes)";
   }
 
-  /// Appends the readable form of `a` (None for null). `top`: a tuple's elements without parentheses.
-  void arg(std::string &out, const Arg *a, unsigned depth, bool top) {
+  /// A name of `kind`, bare when it reads back as one (`GLOBAL`), else with its kind (`AddrSpace.GLOBAL`).
+  static void name(std::string &out, std::string_view n, Word kind, std::string_view prefix, Word prefer) {
+    if (asmtext::classifyWord(n, prefer) != kind) out += prefix;
+    out += n;
+  }
+
+  /// Appends the readable form of `a` (None for null). `top`: the node's own arg, whose tuple elements are
+  /// written without parentheses, separated by spaces (`RANGE 0 LOOP`) where that reads back unambiguously.
+  /// `prefer`: how the enclosing record field resolves a shared name (asmtext::preferFor).
+  void arg(std::string &out, const Arg *a, unsigned depth, bool top, Word prefer = Word::None) {
     if (!a) {
       out += "None";
       return;
@@ -117,15 +113,18 @@ struct AsmPrinter::Impl {
       out.append(b, io::pyFloatRepr(a->f(), b));
       return;
     }
-    case ArgKind::String: string(out, a->str(), true); return;
+    case ArgKind::String: string(out, a->str(), true, prefer); return;
     case ArgKind::Invalid: out += "Invalid"; return;
-    case ArgKind::OpName: out += opName(a->op()); return;
-    case ArgKind::AxisType: out += axisTypeName(a->axisType()); return;
-    case ArgKind::AddrSpace: out += addrSpaceName(a->addrSpace()); return;
-    case ArgKind::DType: out += dtypeName(a->dtype()); return;
+    case ArgKind::OpName: name(out, opName(a->op()), Word::Op, asmtext::kOpsPrefix, prefer); return;
+    case ArgKind::AxisType: name(out, axisTypeName(a->axisType()), Word::AxisType, asmtext::kAxisTypePrefix, prefer); return;
+    case ArgKind::AddrSpace: name(out, addrSpaceName(a->addrSpace()), Word::AddrSpace, asmtext::kAddrSpacePrefix, prefer); return;
+    case ArgKind::DType: name(out, dtypeName(a->dtype()), Word::DType, asmtext::kDTypePrefix, prefer); return;
     case ArgKind::UOpRef: {
+      // The node's own arg in parentheses: a bare %ID there would read as its first source.
       int64_t i = id(a->ref());
+      if (top) out += '(';
       out += i >= 0 ? "%" + std::to_string(i) : std::string("%?");
+      if (top) out += ')';
       return;
     }
     case ArgKind::Bytes: {
@@ -133,11 +132,11 @@ struct AsmPrinter::Impl {
       std::string_view s = a->str();
       out += "bytes(" + std::to_string(s.size());
       if (!s.empty()) out += ": ";
-      for (size_t i = 0; i < s.size() && i < 16; ++i) {
+      for (size_t i = 0; i < s.size() && i < opts.maxBytes; ++i) {
         out += hex[static_cast<unsigned char>(s[i]) >> 4];
         out += hex[static_cast<unsigned char>(s[i]) & 15];
       }
-      if (s.size() > 16) out += "...";
+      if (s.size() > opts.maxBytes) out += "...";
       out += ')';
       return;
     }
@@ -147,10 +146,15 @@ struct AsmPrinter::Impl {
         out += "()";
         return;
       }
+      // Spelled as a Python tuple where the bare form would read back as something else: one element (`5`
+      // is the int, `(5,)` the tuple) or a reference among them (`%3` reads as a source).
+      if (top && n == 1) top = false;
+      for (size_t i = 0; top && i < n; ++i)
+        if (a->items[i] && a->items[i]->kind == ArgKind::UOpRef) top = false;
       if (!top) out += '(';
       for (size_t i = 0; i < shown; ++i) {
         if (i) out += top ? " " : ", ";
-        arg(out, a->items[i], depth + 1, false);
+        arg(out, a->items[i], depth + 1, false, prefer);
       }
       if (shown < n) out += (shown ? (top ? " " : ", ") : "") + std::string("...(") + std::to_string(n - shown) + " more)";
       else if (!top && n == 1) out += ',';
@@ -164,13 +168,18 @@ struct AsmPrinter::Impl {
       for (uint32_t i = 0; i < a->count; ++i) {
         if (i) out += ", ";
         std::string_view k = a->fieldNames[i];
-        // ParamArg(slot=1, float32, CPU): the dtype and the device need no key
-        bool positional = (cls == "ParamArg" || cls == "BufferizeOpts") && (k == "dtype" || k == "device");
+        const Arg *v = a->items[i];
+        // ParamArg(slot=1, float32, CPU): the dtype and the device need no key (the reader tells them apart
+        // by the value: a DType is the dtype, anything else the device)
+        bool isDType = v && v->kind == ArgKind::DType;
+        bool positional = (cls == "ParamArg" || cls == "BufferizeOpts") &&
+                          ((k == "dtype" && isDType) || (k == "device" && !isDType));
         if (!positional) {
-          out += k;
+          if (asmtext::identifier(k)) out += k;
+          else io::appendJsonString(out, k);
           out += '=';
         }
-        arg(out, a->items[i], depth + 1, false);
+        arg(out, v, depth + 1, false, asmtext::preferFor(k));
       }
       out += ')';
       return;
@@ -343,13 +352,17 @@ std::string AsmPrinter::deviceText(const UOp *u) {
   inferOnce(m.failed, u, 2, [&] {
     const std::vector<std::string> &d = m.shapes.device(u);
     if (d.empty()) return;
+    // quoted unless a plain name, so that the reader can skip the annotation whatever the device is called
     if (d.size() == 1) {
-      out = d[0];
+      m.string(out, d[0], true);
       return;
     }
     out = "(";
     size_t shown = d.size() > m.opts.maxTupleItems ? std::min<size_t>(8, m.opts.maxTupleItems) : d.size();
-    for (size_t i = 0; i < shown; ++i) out += (i ? ", " : "") + d[i];
+    for (size_t i = 0; i < shown; ++i) {
+      if (i) out += ", ";
+      m.string(out, d[i], true);
+    }
     if (shown < d.size()) out += ", ...(" + std::to_string(d.size() - shown) + " more)";
     out += ")";
   });
@@ -390,7 +403,7 @@ std::string AsmPrinter::operand(const UOp *user, size_t i) {
   if (user->op == Op::CALL && i == 0) {
     int r = regionOf(s);
     const std::string &n = regions_[size_t(r)].name;
-    if (plainName(n)) return "@" + n;
+    if (asmtext::plainName(n)) return "@" + n;
     std::string out = "@";
     io::appendJsonString(out, n);
     return out;
@@ -430,15 +443,25 @@ std::string AsmPrinter::print() {
   if (kernels) out += ", " + std::to_string(kernels) + (kernels == 1 ? " kernel" : " kernels") + " (" +
                       std::to_string(total - regions_.back().nodes.size()) + " nodes)";
   out += g.padFill == PadFill::Invalid ? "; pad_fill=invalid" : "; pad_fill=zero";
-  if (!g.stage.empty()) out += "; stage=" + g.stage;
+  if (!g.stage.empty()) {
+    out += "; stage=";
+    if (asmtext::plainStage(g.stage)) out += g.stage;
+    else io::appendJsonString(out, g.stage);
+  }
   out += '\n';
+  if (impl_->opts.producer && g.producerJson != "{}") {
+    // one line: the JSON reader keeps it compact; a .uopb's may hold a newline between tokens
+    std::string p = g.producerJson;
+    if (p.find_first_of("\r\n") != std::string::npos) p = nlohmann::ordered_json::parse(p).dump();
+    out += "// producer " + p + "\n";
+  }
   for (size_t r = 0; r < regions_.size(); ++r) {
     const AsmRegion &reg = regions_[r];
     enter(r);
     std::string indent;
     if (reg.isKernel) {
       out += "kernel ";
-      if (plainName(reg.name)) out += "@" + reg.name;
+      if (asmtext::plainName(reg.name)) out += "@" + reg.name;
       else {
         out += "@";
         io::appendJsonString(out, reg.name);

@@ -16,23 +16,38 @@
 // numbering from %0; the CALL names it `@name` in place of its first source. Hash-consing makes identical
 // kernels one body, so a 12-layer model prints each distinct kernel once. The text is a pure function of
 // the graph's structure (never of pointers or creation order): the same graph prints the same bytes.
-// There is no reader: JSON (writeGraphJson) stays the interchange format. docs/ir-text.md has the details.
+// It reads back (readGraphText, IR/GraphIO.h) when nothing was elided (AsmOptions::full()): reading it and
+// printing again gives the same bytes, so a pass's lit test can start from the text its pass receives.
+// Every word is printed so that it reads back as what it is (`"ADD"` is a string, `ADD` an op). JSON
+// (writeGraphJson) stays the interchange format. docs/ir-text.md has the details.
 #pragma once
 
 #include "IR/Graph.h"
 
 #include <cstdint>
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace uopc {
 
-/// Limits of what is spelled out; the rest is elided with a count.
+/// Limits of what is spelled out; the rest is elided with a count (and the text no longer reads back).
 struct AsmOptions {
   size_t maxTupleItems = 16;  ///< a longer arg tuple prints its first 8 elements and "...(N more)"
   size_t maxStringBytes = 96; ///< a longer string prints its first 64 bytes and "... (N bytes)"
   size_t maxSources = 32;     ///< a node with more sources prints its first 16 and "...(N more)"
+  size_t maxBytes = 16;       ///< a longer bytes arg prints its first 16 bytes and "..."
+  bool producer = false;      ///< a `// producer {...}` line after the header (the document's producer object)
+
+  /// Nothing elided and the producer printed: the text reads back as the graph it was printed from
+  /// (readGraphText), byte for byte when printed again. `--dump-dir` text and `--print-ir-full` use it.
+  static AsmOptions full() {
+    AsmOptions o;
+    o.maxTupleItems = o.maxStringBytes = o.maxSources = o.maxBytes = SIZE_MAX;
+    o.producer = true;
+    return o;
+  }
 };
 
 /// A region of the text form: the top-level graph, or one CALL body.

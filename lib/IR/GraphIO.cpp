@@ -398,6 +398,7 @@ bool looksBinary(std::string_view bytes) { return bytes.size() >= 4 && std::memc
 
 Graph readGraph(std::string_view bytes, std::string_view name, const ReadLimits &limits) {
   if (looksBinary(bytes)) return readGraphBinary(bytes, name, limits);
+  if (looksText(bytes)) return readGraphText(bytes, name, limits);
   return readGraphJson(bytes, name, limits);
 }
 
@@ -434,11 +435,14 @@ Graph readGraphFile(const std::string &path, const ReadLimits &limits) {
         fail(path + ": more than the limit of " + std::to_string(limits.maxFileBytes) + " bytes for a graph document");
       data.append(buf, static_cast<size_t>(n));
       if (!checkedStart) {
-        // a document starts with the .uopb magic or (JSON) with '{' after white space
+        // a document starts with the .uopb magic, or after white space with '{' (JSON) or (the text form)
+        // "//", '%' or "kernel @"
         size_t i = data.find_first_not_of(" \t\r\n");
         if (i == std::string::npos && data.size() < 4096) continue;
-        if (i == std::string::npos || (data[i] != '{' && data.compare(0, 4, "UOPB") != 0 && data.size() >= 4))
-          fail(path + ": not a graph document (neither JSON nor .uopb)");
+        bool textStart = i != std::string::npos && (data[i] == '/' || data[i] == '%' || data[i] == 'k');
+        if (i == std::string::npos ||
+            (data[i] != '{' && !textStart && data.compare(0, 4, "UOPB") != 0 && data.size() >= 4))
+          fail(path + ": not a graph document (neither JSON, .uopb nor the text form)");
         if (data[i] != '{' && data.size() < 4) continue;
         checkedStart = true;
       }

@@ -1,6 +1,7 @@
 //===- GraphIO.h - reading and writing graph documents --------------------===//
 // Two encodings of the same document: JSON (format v1, schemas/uop-graph.schema.json) and the binary
-// .uopb (docs/uopb.md). Readers detect the encoding from the content, never from the file name.
+// .uopb (docs/uopb.md); and the text form people read (IR/AsmPrinter.h, docs/ir-text.md), which reads
+// back too. Readers detect the encoding from the content, never from the file name.
 // Every problem with the input throws Error with one message naming the node id where there is one.
 #pragma once
 
@@ -23,13 +24,18 @@ struct ReadLimits {
   bool producerForms = true;
 };
 
-/// Reads a JSON or .uopb document (detected by content). `name` is used in messages.
+/// Reads a JSON, .uopb or text document (detected by content). `name` is used in messages.
 Graph readGraph(std::string_view bytes, std::string_view name = "<input>", const ReadLimits &limits = {});
 /// Reads a file; throws Error when it cannot be read.
 Graph readGraphFile(const std::string &path, const ReadLimits &limits = {});
 
 Graph readGraphJson(std::string_view text, std::string_view name = "<input>", const ReadLimits &limits = {});
 Graph readGraphBinary(std::string_view bytes, std::string_view name = "<input>", const ReadLimits &limits = {});
+/// Reads the text form as AsmPrinter prints it (with AsmOptions::full(), or any text that elides nothing):
+/// printing the graph again gives the same bytes. Hand-written text may number nodes freely (each id defined
+/// once, before its uses). It is uopc's own IR, so unlike JSON it is read as written (no producer forms). An
+/// elided value, a malformed line or an undefined id is an Error naming NAME:LINE:COL.
+Graph readGraphText(std::string_view text, std::string_view name = "<input>", const ReadLimits &limits = {});
 
 /// Writes the graph reachable from g.root as JSON: nodes in topological order, ids 0..n-1, one node a
 /// line. Deterministic: the same graph gives the same bytes.
@@ -39,6 +45,8 @@ std::string writeGraphBinary(const Graph &g);
 
 /// True when the bytes start like a .uopb document.
 bool looksBinary(std::string_view bytes);
+/// True when the bytes start (after white space) like the text form: "//", '%' or "kernel @".
+bool looksText(std::string_view bytes);
 
 /// Structural equality of two documents' graphs: same node set (compared by structure, independent
 /// of node order and ids), same root, same header fields. On inequality `why` says where they differ.

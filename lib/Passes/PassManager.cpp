@@ -168,7 +168,9 @@ void runPipeline(Graph &g, const std::vector<PipelineEntry> &pipeline, const Pas
       if (!changed) out << " (unchanged)";
       out << " //----- //\n";
       if (changed || !opts.printChanged)
-        out << (opts.format.value_or(IRFormat::Text) == IRFormat::Text ? printGraphText(g) : writeGraphJson(g));
+        out << (opts.format.value_or(IRFormat::Text) == IRFormat::Text
+                    ? printGraphText(g, opts.printFull ? AsmOptions::full() : AsmOptions{})
+                    : writeGraphJson(g));
     }
     if (opts.afterPass) opts.afterPass(p->flag, g, changed);
     if (!opts.dumpDir.empty()) {
@@ -177,7 +179,8 @@ void runPipeline(Graph &g, const std::vector<PipelineEntry> &pipeline, const Pas
       bool text = opts.format.value_or(IRFormat::Json) == IRFormat::Text;
       std::filesystem::path file =
           std::filesystem::path(opts.dumpDir) / (prefix + std::string(p->flag) + (text ? ".txt" : ".json"));
-      writeFileAtomic(file.string(), text ? printGraphText(g) : writeGraphJson(g));
+      // a dump is for reading back (uopc DUMP.txt --pass-pipeline=...): nothing elided
+      writeFileAtomic(file.string(), text ? printGraphText(g, AsmOptions::full()) : writeGraphJson(g));
     }
   }
   if (opts.timePasses) {

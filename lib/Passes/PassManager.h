@@ -100,8 +100,11 @@ struct PassManagerOptions {
   std::vector<std::string> printAfter; ///< pass flags
   bool printChanged = false;           ///< with a print option: skip passes that left the graph as it was
   std::string dumpDir;                 ///< non-empty: write NN-<pass>.json (.txt for text) after every pass
-  /// --print-ir-format; unset: text for the print options, JSON for --dump-dir (so that dumps read back in).
+  /// --print-ir-format; unset: text for the print options, JSON for --dump-dir. Both read back in: a text
+  /// dump is printed in full (AsmOptions::full()).
   std::optional<IRFormat> format;
+  /// --print-ir-full: the print options elide nothing either, so that what they print reads back.
+  bool printFull = false;
   bool timePasses = false;
   bool verifyEach = false;
   /// Called with each pass's flag and the graph it is about to run on (analyses such as --stats).

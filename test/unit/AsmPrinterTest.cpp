@@ -115,7 +115,9 @@ TEST_CASE("args print readably, and long ones are elided with a count", "[asm]")
   CHECK(t.find("= CONST \"tab\\there \\u00ff\" : void\n") != std::string::npos); // never invalid UTF-8
   CHECK(t.find("= CONST bytes(3: 0001fe) : void\n") != std::string::npos);
   CHECK(t.find("= CONST 123456789012345678901234567890 : void\n") != std::string::npos);
-  CHECK(t.find("= CONST True Invalid MAX int8 LOCAL : void\n") != std::string::npos);
-  // an arg that refers to a node names it by its id (the node comes first)
-  CHECK(t.find("%7 = CONST 3 : weakint\n%8 = CONST %7 : void\n") != std::string::npos);
+  // a name that reads back as another kind says its kind (LOCAL alone is an AxisType)
+  CHECK(t.find("= CONST True Invalid MAX int8 AddrSpace.LOCAL : void\n") != std::string::npos);
+  // an arg that refers to a node names it by its id (the node comes first), in parentheses: a bare %7 there
+  // would read back as a source
+  CHECK(t.find("%7 = CONST 3 : weakint\n%8 = CONST (%7) : void\n") != std::string::npos);
 }
