@@ -350,7 +350,8 @@ int compileMain(int argc, char **argv) {
       if (emit == "library") {
         writeLibrary(m, {libName, input, embedParams, paramsFile, paramsFormat == "c" ? ParamsFormat::C : ParamsFormat::Incbin}, out);
       } else {
-        for (const ModuleKernel &k : m.kernels) out.write(k.file, m.fileText(k));
+        if (emit == "kernels") // (--emit manifest --viz renders the kernels for the page only)
+          for (const ModuleKernel &k : m.kernels) out.write(k.file, m.fileText(k));
         out.write("manifest.json", m.manifestJson());
       }
       if (stats) printStats(*m.schedule(), tensor, std::cout);

@@ -7,8 +7,8 @@
 // loads nothing: no external scripts, fonts, links or requests. docs/viz.md describes the page.
 #pragma once
 
-#include "IR/Graph.h"
 #include "Driver/Compile.h"
+#include "IR/Graph.h"
 
 #include <string>
 #include <string_view>

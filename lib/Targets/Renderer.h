@@ -1,9 +1,10 @@
 //===- Renderer.h - one interface over the targets' kernel renderers ------===//
 // The one place that picks a target's emitter (Targets.def's emitter column names it) and builds its options:
-// the driver's kernel files, the --viz page and the uopc-emit-* tools all render through makeRenderer. A
-// Renderer turns one linearized kernel CALL into its file's text, its exported symbol and, for the GPU
-// mappings, its launch, as pieces (RenderedKernel); source() and fileText() join them, the latter with the
-// uopc-signature line in the language's comment syntax.
+// compile() makes the Module's renderer with it once (the kernel files, the --viz page and the library all come
+// from that one rendering), and the uopc-emit-* tools render through it too. A Renderer turns one linearized
+// kernel CALL into pieces (RenderedKernel): its text, its exported symbol and, for the GPU mappings, its
+// launch; source() and fileText() join them, the latter with the uopc-signature line in the language's comment
+// syntax.
 #pragma once
 
 #include "IR/UOp.h"
