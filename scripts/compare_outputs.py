@@ -35,6 +35,7 @@ CONFIGS = {
     "graph": ["--emit", "graph"],
     "viz-c": ["--target", "c", "--viz", "{tmp}/page.html"],
     "viz-ptx": ["--target", "ptx", "--viz", "{tmp}/page.html"],
+    "viz-manifest": ["--target", "llvm", "--emit", "manifest", "--viz", "{tmp}/page.html"],
     "ptx-tail": ["--target", "ptx", "--pass-pipeline",
                  "verify,simplify,invalid-pad,multi-lower,reduce-identity,rangeify,kernel-split,schedule,codegen"],
 }

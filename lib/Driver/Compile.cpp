@@ -43,53 +43,81 @@ const UOp *canonicalBody(Context &c, const UOp *body) {
   return renumbered.empty() ? body : substitute(c, body, renumbered);
 }
 
-/// Renders every kernel step (one source per kernel and device, `_device_num` bound to the step's) and
-/// records the symbol each exports and, for the GPU mappings, the launch linearize put in its IR; each
-/// kernel file's text goes to `write` (file, text). With no `write`, only the launches, read from the IR:
-/// `--emit manifest` renders nothing.
+/// The launch linearize put in a GPU kernel's IR (none for a loop nest).
+void launchFromIR(KernelArtifact &a, const UOp *call) {
+  if (auto launch = kernelLaunch(call)) {
+    a.global = {launch->first, 1, 1};
+    a.local = {launch->second, 1, 1};
+  }
+}
+
+/// renderMany of the requests; where that throws, each kernel alone, so that a kernel the target refuses
+/// (a CUSTOM op without --allow-custom, say) costs only its own source: `errors` says why, per request.
+std::vector<RenderedKernel> renderEach(const Renderer &renderer, Context &ctx, const std::vector<Renderer::Request> &requests,
+                                       std::vector<std::string> &errors) {
+  errors.assign(requests.size(), "");
+  if (requests.empty()) return {};
+  try {
+    return renderer.renderMany(ctx, requests);
+  } catch (const Error &) {
+  }
+  std::vector<RenderedKernel> out(requests.size());
+  for (size_t n = 0; n < requests.size(); ++n) {
+    try {
+      out[n] = renderer.render(ctx, requests[n].call, requests[n].deviceNum, requests[n].name);
+    } catch (const Error &e) {
+      errors[n] = e.what();
+    }
+  }
+  return out;
+}
+
+/// Renders every kernel step (one source per kernel and device, `_device_num` bound to the step's) into
+/// m.kernels and records the symbol each exports and, for the GPU mappings, the launch the renderer built.
 ///
 /// Kernels are rendered once per distinct body: a kernel SINK is hash-consed and refers to its buffers by
 /// argument slot, so two CALLs of the same SINK up to range numbering (canonicalBody: the same layer of a
 /// 12-layer transformer, say) with the same argument dtypes on the same device compute the same function
 /// of their arguments; the later steps name the first one's file and symbol (tinygrad's kernel cache).
 /// perf_transformer_12L: 96 kernel steps, 7 sources.
-void emitKernels(Graph &g, const Schedule &s, const Renderer &renderer, std::vector<KernelArtifact> &artifacts,
-                 const std::function<void(const std::string &, const std::string &)> &write) {
-  std::map<std::tuple<const UOp *, size_t, int64_t, std::vector<DType>>, size_t> rendered;
-  std::vector<std::pair<size_t, size_t>> repeats; // (step, the step whose kernel it calls)
-  std::vector<size_t> steps;                      // the kernels to render, rendered together (renderMany)
+void emitKernels(Module &m, const Schedule &s) {
+  std::map<std::tuple<const UOp *, size_t, int64_t, std::vector<DType>>, size_t> rendered; // -> index in m.kernels
+  std::vector<size_t> firstStep; // per kernel: the step it is rendered for
   std::vector<Renderer::Request> requests;
+  m.stepKernel.assign(s.steps.size(), SIZE_MAX);
   for (size_t i = 0; i < s.steps.size(); ++i) {
     const SchedStep &st = s.steps[i];
     if (st.kind != SchedStep::Kind::Kernel) continue;
-    KernelArtifact &a = artifacts[i];
-    if (auto launch = kernelLaunch(st.call)) {
-      a.global = {launch->first, 1, 1};
-      a.local = {launch->second, 1, 1};
-    }
-    if (!write) continue;
     std::vector<DType> argTypes;
     for (const UOp *arg : st.call->src().subspan(1)) argTypes.push_back(arg->dtype);
-    auto [it, isNew] = rendered.try_emplace({canonicalBody(*g.ctx, st.call->src(0)), st.device, st.deviceNum, std::move(argTypes)}, i);
-    if (!isNew) {
-      repeats.emplace_back(i, it->second);
+    auto [it, isNew] = rendered.try_emplace({canonicalBody(*m.graph.ctx, st.call->src(0)), st.device, st.deviceNum, std::move(argTypes)},
+                                            m.kernels.size());
+    m.stepKernel[i] = it->second;
+    if (!isNew) continue;
+    m.kernels.push_back({m.artifacts[i].file, {}, ""});
+    firstStep.push_back(i);
+    requests.push_back({st.call, st.deviceNum, m.artifacts[i].symbol});
+  }
+  std::vector<std::string> errors;
+  std::vector<RenderedKernel> pieces = renderEach(*m.renderer, *m.graph.ctx, requests, errors);
+  for (size_t n = 0; n < m.kernels.size(); ++n) {
+    KernelArtifact &a = m.artifacts[firstStep[n]];
+    ModuleKernel &k = m.kernels[n];
+    if (!errors[n].empty()) { // (the manifest of a kernel not rendered: as --emit manifest writes it)
+      k.error = std::move(errors[n]);
+      launchFromIR(a, s.steps[firstStep[n]].call);
       continue;
     }
-    steps.push_back(i);
-    requests.push_back({st.call, st.deviceNum, a.symbol});
-  }
-  std::vector<RenderedKernel> kernels = requests.empty() ? std::vector<RenderedKernel>{} : renderer.renderMany(*g.ctx, requests);
-  for (size_t n = 0; n < steps.size(); ++n) {
-    const SchedStep &st = s.steps[steps[n]];
-    KernelArtifact &a = artifacts[steps[n]];
-    const RenderedKernel &k = kernels[n];
-    a.symbol = k.symbol;
-    if (k.launch && (k.launch->global != a.global || k.launch->local != a.local))
-      fail("kernel " + a.symbol + ": the rendered launch differs from the one in its IR");
-    write(a.file, renderer.fileText(k, st.call));
+    k.pieces = std::move(pieces[n]);
+    a.symbol = k.pieces.symbol;
+    if (k.pieces.launch) {
+      a.global = k.pieces.launch->global;
+      a.local = k.pieces.launch->local;
+    }
   }
   // a step whose kernel an earlier step rendered names that step's file and symbol
-  for (auto [i, first] : repeats) artifacts[i] = artifacts[first];
+  for (size_t i = 0; i < s.steps.size(); ++i)
+    if (m.stepKernel[i] != SIZE_MAX && firstStep[m.stepKernel[i]] != i) m.artifacts[i] = m.artifacts[firstStep[m.stepKernel[i]]];
 }
 
 } // namespace
@@ -99,6 +127,7 @@ Module compile(Graph g, const CompileOptions &o, std::ostream &out, std::ostream
   m.graph = std::move(g);
   m.target = o.target;
   m.render = o.render;
+  m.renderer = makeRenderer(*o.target, o.render);
   m.passTarget = PassTarget::forTarget(o.target->name, o.render.gridOnHost, o.render.cpu);
   try {
     runPipeline(m.graph, o.pipeline, o.instrumentation, out, err, m.passTarget);
@@ -111,28 +140,41 @@ Module compile(Graph g, const CompileOptions &o, std::ostream &out, std::ostream
       }
     }
   } catch (const Error &e) {
-    if (o.onFailure) o.onFailure(m.graph, e.what());
+    if (o.onFailure) o.onFailure(m, e.what());
     throw;
   }
   return m;
 }
 
-void renderKernels(Module &m, bool files) {
+void renderKernels(Module &m) {
   const Schedule *s = m.schedule();
   if (!s) fail("the graph has no current schedule to render");
   m.artifacts = defaultArtifacts(*s, m.target->extension);
-  m.kernelFiles.clear();
-  if (!files && !m.target->gpu && !m.render.gridOnHost) return; // (no launches to read)
-  std::unique_ptr<Renderer> renderer = makeRenderer(*m.target, m.render);
-  std::function<void(const std::string &, const std::string &)> write;
-  if (files) write = [&](const std::string &f, const std::string &t) { m.kernelFiles.emplace_back(f, t); };
-  emitKernels(m.graph, *s, *renderer, m.artifacts, write);
+  m.kernels.clear();
+  emitKernels(m, *s);
 }
 
-std::string Module::manifestJson() const {
+void planArtifacts(Module &m) {
+  const Schedule *s = m.schedule();
+  if (!s) fail("the graph has no current schedule: no manifest");
+  m.artifacts = defaultArtifacts(*s, m.target->extension);
+  if (!m.target->gpu && !m.render.gridOnHost) return; // (no launches to read)
+  for (size_t i = 0; i < s->steps.size(); ++i)
+    if (s->steps[i].kind == SchedStep::Kind::Kernel) launchFromIR(m.artifacts[i], s->steps[i].call);
+}
+
+const std::string *Module::renderError() const {
+  for (const ModuleKernel &k : kernels)
+    if (!k.error.empty()) return &k.error;
+  return nullptr;
+}
+
+manifest::Manifest Module::manifestModel() const {
   const Schedule *s = schedule();
   if (!s) fail("the graph has no current schedule: no manifest");
-  return uopc::manifestJson(*s, target->id, artifacts, render.cpu);
+  return manifestOf(*s, target->id, artifacts, render.cpu);
 }
+
+std::string Module::manifestJson() const { return manifest::toJson(manifestModel()); }
 
 } // namespace uopc

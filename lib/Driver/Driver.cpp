@@ -320,7 +320,6 @@ int compileMain(int argc, char **argv) {
         if (pass == "rangeify") tensor = tensorWork(cur);
       };
     VizRecorder viz;
-    VizTarget vizTarget{std::string(target.name), backend};
     CompileOptions co;
     co.target = &target;
     co.render = backend;
@@ -331,28 +330,28 @@ int compileMain(int argc, char **argv) {
       viz.record("input", g, true);
       pm.afterPass = [&](std::string_view pass, const Graph &cur, bool changed) { viz.record(pass, cur, changed); };
       // a page of the passes that ran is what one wants to look at when a pass fails
-      co.onFailure = [&](const Graph &cur, const std::string &why) {
-        writeVizPage(vizFile, input, cur, viz, vizTarget, why);
-      };
+      co.onFailure = [&](const Module &at, const std::string &why) { writeVizPage(vizFile, input, at, viz, why); };
     }
     co.instrumentation = pm;
     Module m = compile(std::move(g), co, std::cout, std::cerr);
-    if (!vizFile.empty()) writeVizPage(vizFile, input, m.graph, viz, vizTarget, "", m.notRendered);
+    // the kernels are rendered once, for the kernel files or the library and for the page's sources
+    bool writesKernels = !outDir.empty() && (emit == "kernels" || emit == "library");
+    if (writesKernels || (!vizFile.empty() && m.notRendered.empty() && m.schedule())) renderKernels(m);
+    // --emit manifest writes no kernel: each step names its own file, as before any was rendered
+    if (!outDir.empty() && emit == "manifest") planArtifacts(m);
+    if (!vizFile.empty()) writeVizPage(vizFile, input, m, viz);
     if (outDir.empty()) return kExitOk;
     OutputDir out(outDir, force);
     // the writers: each only writes what the Module holds
     if (emit == "graph") {
       out.write("graph.json", writeGraphJson(m.graph));
     } else {
-      renderKernels(m, emit != "manifest");
+      if (const std::string *e = writesKernels ? m.renderError() : nullptr) fail(*e);
       if (emit == "library") {
-        // the library is rendered from the manifest as uopc-run reads it (its checks, its derived fields)
-        std::map<std::string, std::string> sources(m.kernelFiles.begin(), m.kernelFiles.end());
-        manifest::Manifest man = manifest::fromJson(m.manifestJson(), "manifest");
-        writeLibrary(man, sources, onceCopies(*m.schedule()), {libName, input, embedParams, paramsFile,
-                                                               paramsFormat == "c" ? ParamsFormat::C : ParamsFormat::Incbin}, out);
+        writeLibrary(m, {libName, input, embedParams, paramsFile, paramsFormat == "c" ? ParamsFormat::C : ParamsFormat::Incbin}, out);
       } else {
-        for (const auto &[file, text] : m.kernelFiles) out.write(file, text);
+        if (emit == "kernels") // (--emit manifest --viz renders the kernels for the page only)
+          for (const ModuleKernel &k : m.kernels) out.write(k.file, m.fileText(k));
         out.write("manifest.json", m.manifestJson());
       }
       if (stats) printStats(*m.schedule(), tensor, std::cout);

@@ -11,11 +11,11 @@
 // call. Nothing is allocated and no uopc header is needed.
 #pragma once
 
+#include "Driver/Compile.h"
 #include "Driver/OnceCopy.h"
 #include "Driver/OutputDir.h"
 #include "Runtime/ManifestModel.h"
 
-#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,16 +36,15 @@ struct LibraryOptions {
   ParamsFormat format = ParamsFormat::Incbin; ///< how --embed-params writes them
 };
 
-/// Writes the library of a read manifest (fromJson: its derived fields filled in) of target c whose devices
-/// are all CPUs into `out`: NAME.h, NAME.c, and with weights NAME_params.bin (+ NAME_params.S when embedded
-/// with incbin). `kernelSources` is the text of each kernel file the manifest names (file -> text, as the C
-/// emitter wrote it); `copies` (per step, Driver/OnceCopy.h) the once steps uopc can run itself: with the
-/// weights they read baked in, their results are baked instead and the library never runs them. Weights are
-/// read and written one tensor at a time. Throws Error (one line) for what it cannot render: a GPU device, a
-/// tensor of the weights file that names no input parameter or has another dtype or size, a kernel whose text
-/// is not the C emitter's. The files are a pure function of the arguments.
-void writeLibrary(const manifest::Manifest &m, const std::map<std::string, std::string> &kernelSources,
-                  const std::vector<std::optional<AffineCopy>> &copies, const LibraryOptions &options, OutputDir &out);
+/// Writes the library of a compiled Module of target c whose devices are all CPUs into `out`: NAME.h, NAME.c,
+/// and with weights NAME_params.bin (+ NAME_params.S when embedded with incbin). It reads the Module's
+/// schedule as uopc-run reads a manifest (Module::manifestModel) and takes each kernel's C function from its
+/// rendered pieces (renderKernels first); the once steps uopc can run itself (Driver/OnceCopy.h) are folded
+/// when the weights they read are baked in: their results are baked instead and the library never runs them.
+/// Weights are read and written one tensor at a time. Throws Error (one line) for what it cannot render: a GPU
+/// device, a tensor of the weights file that names no input parameter or has another dtype or size, a kernel
+/// the C target could not render. The files are a pure function of the arguments.
+void writeLibrary(const Module &module, const LibraryOptions &options, OutputDir &out);
 
 /// The default NAME for a graph file: its stem as a C identifier, or, when the stem is `graph` (the
 /// exporter's graph.json), the name of the folder holding it (`mlp/graph.json` -> `mlp`); `_model` appended

@@ -67,6 +67,7 @@ manifest::Ref refOf(const Schedule &s, const BufRef &r, size_t nparams) {
   m.isParam = b.isParam;
   m.id = b.isParam ? b.slot : static_cast<int64_t>(r.buffer - nparams);
   m.dev = r.device;
+  m.index = b.isParam ? r.buffer : r.buffer - nparams; // (parameters first, by slot: Schedule::buffers)
   return m;
 }
 
@@ -103,6 +104,7 @@ manifest::Manifest manifestOf(const Schedule &s, Target target, const std::vecto
       p.numel = b.numel;
       p.bytes = b.bytes();
       p.devices = deviceNames(s, b.devices);
+      p.deviceIndex = b.devices;
       p.role = roleOf(b.role);
       // the PARAM's name (uopc_tinygrad.export fills it in): uopc-run --inputs/--outputs bind tensors by it
       if (b.node && b.node->arg && b.node->arg->kind == ArgKind::Record) p.name = ParamArg::decode(b.node->arg).name;
@@ -112,6 +114,7 @@ manifest::Manifest manifestOf(const Schedule &s, Target target, const std::vecto
         m.elements = k.elements;
         for (const KeptElements::Run &r : k.runs) m.runs.push_back({r.start, r.length, r.stride, r.count});
       }
+      m.paramIndex[p.slot] = m.params.size();
       m.params.push_back(std::move(p));
       continue;
     }
@@ -122,6 +125,7 @@ manifest::Manifest manifestOf(const Schedule &s, Target target, const std::vecto
     q.bytes = b.bytes();
     q.symbolicSize = b.symbolicSize;
     q.devices = deviceNames(s, b.devices);
+    q.deviceIndex = b.devices;
     q.offsets = b.offsets;
     q.lifetimes = b.lifetimes;
     m.buffers.push_back(std::move(q));
@@ -130,18 +134,27 @@ manifest::Manifest manifestOf(const Schedule &s, Target target, const std::vecto
     const SchedStep &st = s.steps[i];
     manifest::Step j;
     j.device = s.devices[st.device];
+    j.deviceIndex = st.device;
     if (st.kind == SchedStep::Kind::Copy) {
       j.kind = manifest::Step::Kind::Copy;
       j.src = refOf(s, st.src, nparams);
       j.dst = refOf(s, st.dst, nparams);
       j.bytes = st.bytes;
+      j.fromIndex = m.deviceOf(j.src);
+      j.from = m.devices[j.fromIndex].name;
     } else {
       j.kernel = s.kernels[st.kernel].name;
       j.deviceNum = st.deviceNum;
       j.file = artifacts.at(i).file;
       j.symbol = artifacts.at(i).symbol;
       for (const BufRef &r : st.args) j.args.push_back(refOf(s, r, nparams));
+      for (size_t a = 0; a < j.args.size(); ++a)
+        if (m.deviceOf(j.args[a]) != j.deviceIndex) j.remoteArgs.push_back(a);
       j.vars = st.vars;
+      for (const std::string &v : st.vars) {
+        auto it = std::find_if(s.vars.begin(), s.vars.end(), [&](const SchedVar &x) { return x.name == v; });
+        j.varIndex.push_back(static_cast<size_t>(it - s.vars.begin()));
+      }
       j.global = artifacts.at(i).global;
       j.local = artifacts.at(i).local;
       j.parallel = kernelParallel(st.call);

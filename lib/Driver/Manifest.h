@@ -39,7 +39,9 @@ std::vector<KernelArtifact> defaultArtifacts(const Schedule &s, std::string_view
 inline constexpr size_t kMaxSymbol = 64;
 
 /// The manifest of a schedule. `artifacts` has one entry per step (ignored for copies).
-/// `cpu` (CPU targets): the CPU the kernels are to be built for, `uopc --cpu`.
+/// `cpu` (CPU targets): the CPU the kernels are to be built for, `uopc --cpu`. The fields manifest::fromJson
+/// derives when it reads (indices, a copy's `from`, remote arguments) are filled in too, so that --emit library
+/// reads the model as uopc-run would without a round trip through the text.
 manifest::Manifest manifestOf(const Schedule &s, Target target, const std::vector<KernelArtifact> &artifacts,
                               std::string_view cpu = "native");
 /// Its text: manifest::toJson(manifestOf(...)).

@@ -12,7 +12,6 @@
 // Coordinates are rounded to integers: the same graph gives the same page, byte for byte.
 #include "Driver/Viz.h"
 
-#include "Driver/Manifest.h"
 #include "Driver/OutputDir.h"
 #include "IR/AsmPrinter.h"
 #include "IR/Error.h"
@@ -462,35 +461,6 @@ private:
 
 } // namespace
 
-std::vector<VizKernelSource> renderVizSources(const Graph &g, const VizTarget &t) {
-  const Schedule *plan = currentSchedule(g);
-  if (!plan) fail("the graph has no current schedule (the pipeline's last passes changed more than kernel bodies, or it ran no schedule pass)");
-  const Schedule &s = *plan;
-  const TargetInfo *target = findTarget(t.target);
-  if (!target) fail("--viz: unknown target '" + t.target + "'");
-  std::string_view ext = target->extension;
-  std::vector<KernelArtifact> artifacts = defaultArtifacts(s, ext);
-  std::unique_ptr<Renderer> renderer = makeRenderer(*target, t.render);
-  std::vector<VizKernelSource> out;
-  std::unordered_set<const UOp *> done;
-  for (size_t i = 0; i < s.steps.size(); ++i) {
-    const SchedStep &st = s.steps[i];
-    if (st.kind != SchedStep::Kind::Kernel) continue;
-    const UOp *body = st.call->src(0);
-    if (!done.insert(body).second) continue;
-    VizKernelSource k;
-    k.body = body;
-    k.device = s.devices[st.device];
-    try {
-      k.text = renderer->render(*g.ctx, st.call, st.deviceNum, artifacts[i].symbol).source;
-    } catch (const Error &e) {
-      k.text = std::string("not rendered: ") + e.what(); // one kernel the target refuses: the others still show
-    }
-    out.push_back(std::move(k));
-  }
-  return out;
-}
-
 void checkVizPath(const std::string &file) {
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -500,27 +470,34 @@ void checkVizPath(const std::string &file) {
   if (fs::is_directory(file, ec)) fail("--viz: cannot write '" + file + "': it is a directory");
 }
 
-void writeVizPage(const std::string &file, const std::string &input, const Graph &g, const VizRecorder &rec,
-                  const VizTarget &t, const std::string &failure, const std::string &notRendered) {
+void writeVizPage(const std::string &file, const std::string &input, const Module &m, const VizRecorder &rec,
+                  const std::string &failure) {
   VizInfo info;
   info.input = input;
-  info.target = t.target;
-  const TargetInfo *target = findTarget(t.target);
-  info.language = target ? std::string(makeRenderer(*target, t.render)->language()) : "";
+  info.target = m.target->name;
+  info.language = m.renderer->language();
   info.failure = failure;
   std::vector<VizKernelSource> sources;
+  const Schedule *s = m.schedule();
   if (!failure.empty()) {
     info.note = "not rendered: the pipeline stopped";
-  } else if (!notRendered.empty()) {
-    info.note = "not rendered: " + notRendered;
+  } else if (!m.notRendered.empty()) {
+    info.note = "not rendered: " + m.notRendered;
+  } else if (!s) {
+    info.note = "not rendered: the graph has no current schedule (the pipeline's last passes changed more than kernel "
+                "bodies, or it ran no schedule pass)";
   } else {
-    try {
-      sources = renderVizSources(g, t);
-    } catch (const Error &e) {
-      info.note = std::string("not rendered: ") + e.what();
+    // each distinct kernel body once, with the device of the first step that runs it
+    std::unordered_set<const UOp *> done;
+    for (size_t i = 0; i < s->steps.size() && i < m.stepKernel.size(); ++i) {
+      const SchedStep &st = s->steps[i];
+      if (st.kind != SchedStep::Kind::Kernel || !done.insert(st.call->src(0)).second) continue;
+      const ModuleKernel &k = m.kernels[m.stepKernel[i]];
+      sources.push_back({st.call->src(0), s->devices[st.device],
+                         k.error.empty() ? m.renderer->source(k.pieces) : "not rendered: " + k.error});
     }
   }
-  writeFileAtomic(file, vizHtml(g, rec, sources, info));
+  writeFileAtomic(file, vizHtml(m.graph, rec, sources, info));
 }
 
 std::string vizHtml(const Graph &g, const VizRecorder &rec, const std::vector<VizKernelSource> &sources,

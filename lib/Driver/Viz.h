@@ -7,8 +7,8 @@
 // loads nothing: no external scripts, fonts, links or requests. docs/viz.md describes the page.
 #pragma once
 
+#include "Driver/Compile.h"
 #include "IR/Graph.h"
-#include "Targets/Renderer.h"
 
 #include <string>
 #include <string_view>
@@ -39,16 +39,6 @@ struct VizKernelSource {
   std::string text;
 };
 
-/// The target and its renderer's options, as the driver has them.
-struct VizTarget {
-  std::string target = "c"; ///< c, llvm or ptx
-  RenderOptions render;
-};
-/// Renders each distinct kernel of the final graph once (the first step that runs it gives the device).
-/// Throws Error when the graph is not a kernel graph (a pipeline that stops before kernel-split) or a
-/// kernel cannot be rendered; the driver then writes the page without sources and says why.
-std::vector<VizKernelSource> renderVizSources(const Graph &g, const VizTarget &t);
-
 /// What the page says about how it was made.
 struct VizInfo {
   std::string input;    ///< the graph's file name
@@ -62,12 +52,13 @@ struct VizInfo {
 /// the driver asks before doing any work.
 void checkVizPath(const std::string &file);
 
-/// Writes the page of `rec` to `file` (atomically), with each kernel's source where the final graph is a
-/// kernel graph the target renders. `failure`: the message of the pass that threw, if one did (the page
-/// then shows the passes before it and says which failed). `notRendered`: why the kernels cannot be rendered,
-/// when the driver knows (the rendering tail failed on a graph that is not a kernel graph).
-void writeVizPage(const std::string &file, const std::string &input, const Graph &g, const VizRecorder &rec,
-                  const VizTarget &t, const std::string &failure = "", const std::string &notRendered = "");
+/// Writes the page of `rec` to `file` (atomically), with each kernel's source as the Module rendered it
+/// (renderKernels: a kernel's box shows the source of the file its first step runs) where the final graph is
+/// a kernel graph the target renders. `failure`: the message of the pass that threw, if one did (the page then
+/// shows the passes before it and says which failed); m.notRendered: why the kernels cannot be rendered (the
+/// rendering tail failed on a graph that is not a kernel graph).
+void writeVizPage(const std::string &file, const std::string &input, const Module &m, const VizRecorder &rec,
+                  const std::string &failure = "");
 
 /// Most nodes of one region (the top level or one kernel) the page lays out and draws; a larger region is
 /// listed with its op counts only (a pane of a million nodes is not something to look at).

@@ -33,11 +33,23 @@
 
 namespace uopc {
 
+/// A kernel in the pieces its outputs join (no output parses the C back): a kernel file is prelude, a blank
+/// line, then cFunction(declaration, body); `uopc --emit library` puts every helper once and each kernel's
+/// function made static (cFunction(..., true)) after its summary comment.
 struct EmittedKernel {
-  std::string source;  ///< the whole translation unit
-  std::string symbol;  ///< the exported function's name (sanitizeCName(name))
-  std::string summary; ///< one line saying what the kernel computes (also the source's first comment)
+  std::string prelude;     ///< the summary comment, the includes and the helpers it calls (each under #ifndef UOPC_HELPER_*)
+  std::string declaration; ///< "void SYMBOL(T0 *restrict out0, ...)": the function's head, without linkage
+  std::string body;        ///< "{\n...}\n": the function's body
+  std::string symbol;      ///< the exported function's name (sanitizeCName(name))
+  std::string summary;     ///< one line saying what the kernel computes (also the prelude's first comment)
+
+  /// The whole translation unit.
+  std::string source() const;
 };
+
+/// The kernel's function: its prototype (so that a build with -Wmissing-prototypes takes it), then its definition;
+/// `isStatic`: both static (a library's kernels, local to its translation unit).
+std::string cFunction(std::string_view declaration, std::string_view body, bool isStatic = false);
 
 /// What the caller allows the C emitter to do beyond the defaults.
 struct CEmitOptions {

@@ -12,14 +12,17 @@ public:
   RenderedKernel render(Context &ctx, const UOp *call, int64_t deviceNum, std::string_view name) const override {
     EmittedKernel k = emitCKernel(ctx, call, deviceNum, name, options_);
     RenderedKernel r;
-    r.source = std::move(k.source);
+    r.prelude = std::move(k.prelude);
+    r.declaration = std::move(k.declaration);
+    r.body = std::move(k.body);
+    r.summary = std::move(k.summary);
+    r.signature = kernelSignature(call);
     r.symbol = std::move(k.symbol);
     return r;
   }
   std::string_view language() const override { return "C"; }
-  std::string fileText(const RenderedKernel &k, const UOp *call) const override {
-    return k.source + "/* " + kernelSignature(call) + " */\n";
-  }
+  std::string source(const RenderedKernel &k) const override { return k.prelude + "\n" + cFunction(k.declaration, k.body); }
+  std::string fileText(const RenderedKernel &k) const override { return source(k) + "/* " + k.signature + " */\n"; }
 
 private:
   CEmitOptions options_;
@@ -36,34 +39,32 @@ public:
                                       : LLVMEmitOptions::Mapping::Loops;
   }
   RenderedKernel render(Context &ctx, const UOp *call, int64_t deviceNum, std::string_view name) const override {
-    EmittedLLVMKernel k = emitLLVMKernel(ctx, call, deviceNum, name, options_);
-    RenderedKernel r;
-    r.source = ptx_ ? std::move(k.ptx) : k.ir;
-    r.llvmIR = std::move(k.ir);
-    r.symbol = std::move(k.symbol);
-    r.launch = k.launch;
-    return r;
+    return pieces(emitLLVMKernel(ctx, call, deviceNum, name, options_), call);
   }
   std::vector<RenderedKernel> renderMany(Context &ctx, const std::vector<Request> &requests) const override {
     std::vector<LLVMKernelRequest> lr;
     for (const Request &r : requests) lr.push_back({r.call, r.deviceNum, r.name, options_});
+    std::vector<EmittedLLVMKernel> emitted = emitLLVMKernels(ctx, lr);
     std::vector<RenderedKernel> out;
-    for (EmittedLLVMKernel &k : emitLLVMKernels(ctx, lr)) {
-      RenderedKernel r;
-      r.source = ptx_ ? std::move(k.ptx) : k.ir;
-      r.llvmIR = std::move(k.ir);
-      r.symbol = std::move(k.symbol);
-      r.launch = k.launch;
-      out.push_back(std::move(r));
-    }
+    for (size_t i = 0; i < emitted.size(); ++i) out.push_back(pieces(std::move(emitted[i]), requests[i].call));
     return out;
   }
   std::string_view language() const override { return ptx_ ? "PTX" : "LLVM IR"; }
-  std::string fileText(const RenderedKernel &k, const UOp *call) const override {
-    return k.source + (ptx_ ? "// " : "; ") + kernelSignature(call) + "\n";
-  }
+  std::string source(const RenderedKernel &k) const override { return k.body; }
+  std::string fileText(const RenderedKernel &k) const override { return k.body + (ptx_ ? "// " : "; ") + k.signature + "\n"; }
 
 private:
+  /// A module is one piece (the body): LLVM prints it whole.
+  RenderedKernel pieces(EmittedLLVMKernel k, const UOp *call) const {
+    RenderedKernel r;
+    r.body = ptx_ ? std::move(k.ptx) : k.ir;
+    r.llvmIR = std::move(k.ir);
+    r.summary = std::move(k.summary);
+    r.signature = kernelSignature(call);
+    r.symbol = std::move(k.symbol);
+    r.launch = k.launch;
+    return r;
+  }
   bool ptx_;
   LLVMEmitOptions options_;
 };

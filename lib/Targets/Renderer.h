@@ -1,8 +1,10 @@
 //===- Renderer.h - one interface over the targets' kernel renderers ------===//
 // The one place that picks a target's emitter (Targets.def's emitter column names it) and builds its options:
-// the driver's kernel files, the --viz page and the uopc-emit-* tools all render through makeRenderer. A
-// Renderer turns one linearized kernel CALL into its file's text, its exported symbol and, for the GPU
-// mappings, its launch; fileText() adds the uopc-signature line in the language's comment syntax.
+// compile() makes the Module's renderer with it once (the kernel files, the --viz page and the library all come
+// from that one rendering), and the uopc-emit-* tools render through it too. A Renderer turns one linearized
+// kernel CALL into pieces (RenderedKernel): its text, its exported symbol and, for the GPU mappings, its
+// launch; source() and fileText() join them, the latter with the uopc-signature line in the language's comment
+// syntax.
 #pragma once
 
 #include "IR/UOp.h"
@@ -26,11 +28,17 @@ struct RenderOptions {
   std::string cpu = "native";    ///< C and LLVM: the CPU the kernels are built for (--cpu)
 };
 
-/// One kernel as its target renders it.
+/// One kernel as its target renders it, in the pieces the outputs join, so that none parses a kernel's text
+/// back: a kernel file is source() and then the signature line (fileText); --viz shows source(); the library
+/// (Driver/Library.h) takes the C function alone, made static, after the helpers of every kernel once.
 struct RenderedKernel {
-  std::string source;  ///< the kernel file's text (C, LLVM IR or PTX) without its signature line
-  std::string symbol;  ///< the function it exports
-  std::string llvmIR;  ///< the LLVM targets: the module's IR (for PTX, the NVPTX module the PTX came from)
+  std::string prelude;     ///< C: the summary comment, the includes and the helpers it calls; LLVM, PTX: empty
+  std::string declaration; ///< C: the function's head "void SYMBOL(...)", without linkage; LLVM, PTX: empty
+  std::string body;        ///< C: the function's body; LLVM, PTX: the whole module (one piece: LLVM prints it)
+  std::string summary;     ///< one line saying what the kernel computes (the source's first comment)
+  std::string signature;   ///< kernelSignature of its CALL: the file's last line says it, in a comment
+  std::string symbol;      ///< the function it exports
+  std::string llvmIR;      ///< the LLVM targets: the module's IR (for PTX, the NVPTX module the PTX came from)
   std::optional<GpuLaunch> launch; ///< the GPU mappings: how to launch it, as the renderer built it
 };
 
@@ -55,8 +63,10 @@ public:
   }
   /// The language of its sources, as the viewer names it: "C", "LLVM IR" or "PTX".
   virtual std::string_view language() const = 0;
+  /// The kernel's source: its pieces joined (the kernel file without its signature line).
+  virtual std::string source(const RenderedKernel &k) const = 0;
   /// What a kernel file holds: the source, then the kernel's uopc-signature line as a comment of the language.
-  virtual std::string fileText(const RenderedKernel &k, const UOp *call) const = 0;
+  virtual std::string fileText(const RenderedKernel &k) const = 0;
 };
 
 /// The renderer of `target` with `options` (Targets.def's emitter column picks the factory).

@@ -79,13 +79,13 @@ using KernelFn = void *;
 /// Emitted source -> loaded function, so a kernel compiled once is reused.
 KernelFn loadKernel(const EmittedKernel &k, const std::string &compiler = "cc") {
   static std::map<std::pair<std::string, std::string>, KernelFn> cache;
-  auto key = std::make_pair(compiler, k.source);
+  auto key = std::make_pair(compiler, k.source());
   if (auto it = cache.find(key); it != cache.end()) return it->second;
   static int n = 0;
   fs::path src = scratch() / ("k" + std::to_string(n) + ".c"), so = scratch() / ("k" + std::to_string(n++) + ".so");
-  writeFile(src, k.source);
+  writeFile(src, k.source());
   std::string err = compileShared(compiler, src, so);
-  if (!err.empty()) fail(compiler + " rejected " + k.symbol + ":\n" + err + "\n" + k.source);
+  if (!err.empty()) fail(compiler + " rejected " + k.symbol + ":\n" + err + "\n" + k.source());
   void *h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!h) fail(std::string("dlopen: ") + dlerror());
   void *fn = dlsym(h, k.symbol.c_str());
@@ -465,7 +465,7 @@ TEST_CASE("every corpus kernel compiles with gcc and clang -std=c11 -Wall -Werro
           EmittedKernel k = emitCKernel(*g.ctx, call, static_cast<int64_t>(d), name);
           ++emitted;
           fs::path src = scratch() / (k.symbol + ".c");
-          writeFile(src, k.source);
+          writeFile(src, k.source());
           for (std::string cc : {"gcc", "clang"}) {
             std::string log;
             int rc = shell(cc + " -std=c11 -Wall -Werror -fsyntax-only " + src.string(), &log);

@@ -57,7 +57,7 @@ int main(int argc, char **argv) {
       size_t nd = std::max<size_t>(1, ParamArg::decode(raw->arg).devices.size());
       for (size_t d = 0; d < nd; ++d) {
         RenderedKernel k = renderer->render(*g.ctx, u, static_cast<int64_t>(d), "k" + std::to_string(n) + (nd > 1 ? "_dev" + std::to_string(d) : ""));
-        std::cout << k.source << "\n";
+        std::cout << renderer->source(k) << "\n";
       }
       ++n;
     }

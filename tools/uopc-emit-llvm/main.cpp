@@ -70,7 +70,7 @@ int main(int argc, char **argv) {
       for (size_t d = 0; d < nd; ++d) {
         RenderedKernel k = renderer->render(*g.ctx, u, static_cast<int64_t>(d),
                                             "k" + std::to_string(n) + (nd > 1 ? "_dev" + std::to_string(d) : ""));
-        std::cout << (nvptxIR ? k.llvmIR : k.source) << "\n";
+        std::cout << (nvptxIR ? k.llvmIR : renderer->source(k)) << "\n";
       }
       ++n;
     }
