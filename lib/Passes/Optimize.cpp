@@ -227,6 +227,25 @@ struct Optimizer {
         texts.push_back(c.argString(o.text()));
         continue;
       }
+      if (o.kind == Opt::Merge) {
+        if (o.axis + 1 >= main.axes.size()) bad("the kernel has " + std::to_string(s.axes.size()) + " output loops");
+        if (!main.lanes.empty() || !before.empty() || !after.empty() || !main.blocks.empty() || done[o.axis] || done[o.axis + 1])
+          bad("a merge comes before the other opts of its loops");
+        texts.push_back(c.argString(o.text()));
+        const UOp *ry = main.axes[o.axis], *rx = main.axes[o.axis + 1];
+        int64_t h = main.sizes[o.axis], w = main.sizes[o.axis + 1];
+        if (h > INT32_MAX / w) bad("the merged loop would have over 2^31 iterations");
+        DType dt = ry->dtype;
+        const UOp *m = c.make(Op::RANGE, dt, {c.constInt(dt, h * w)}, ry->arg, ry->tag);
+        const UOp *wc = c.constInt(dt, w);
+        main.store = simplified(substitute(c, main.store, {{ry, c.make(Op::FLOORDIV, dt, {m, wc})}, {rx, c.make(Op::FLOORMOD, dt, {m, wc})}}));
+        main.axes[o.axis] = m;
+        main.sizes[o.axis] = h * w;
+        main.axes[o.axis + 1] = rangeLike(c, rx, 1, next++, std::nullopt);
+        main.sizes[o.axis + 1] = 1;
+        done[o.axis + 1] = true;
+        continue;
+      }
       bool onReduction = o.kind == Opt::Partial || o.kind == Opt::Unroll;
       if (!onReduction && o.axis >= s.axes.size()) bad("the kernel has " + std::to_string(s.axes.size()) + " output loops");
       if (!onReduction && done[o.axis]) bad("that loop is upcast already");

@@ -295,6 +295,53 @@ std::optional<Shape> blockedShape(Context &c, const Shape &s, size_t a, int64_t 
   return shapeOf(c.make(Op::SINK, DType::Void, {c.make(Op::END, s.end->dtype, src, s.end->arg, s.end->tag)}));
 }
 
+/// The kernel shape with output loops a and a + 1 merged (merge:a): one loop m of their product in a's place,
+/// a's counter m // n and a + 1's m % n (n: a + 1's iterations), the value simplified; a + 1 a loop of one.
+std::optional<Shape> mergedShape(Context &c, const Shape &s, size_t a) {
+  const UOp *ry = s.axes[a], *rx = s.axes[a + 1];
+  DType dt = ry->dtype;
+  const UOp *m = c.make(Op::RANGE, dt, {c.constInt(dt, s.sizes[a] * s.sizes[a + 1])}, ry->arg, ry->tag);
+  const UOp *one = c.make(Op::RANGE, rx->dtype, {c.constInt(rx->dtype, 1)}, rx->arg, rx->tag);
+  const UOp *n = c.constInt(dt, s.sizes[a + 1]);
+  std::vector<const UOp *> src{simplifiedExpr(
+      c, substitute(c, s.store, {{ry, c.make(Op::FLOORDIV, dt, {m, n})}, {rx, c.make(Op::FLOORMOD, dt, {m, n})}}))};
+  for (size_t b = 0; b < s.axes.size(); ++b) src.push_back(b == a ? m : b == a + 1 ? one : s.axes[b]);
+  return shapeOf(c.make(Op::SINK, DType::Void, {c.make(Op::END, s.end->dtype, src, s.end->arg, s.end->tag)}));
+}
+
+/// Whether output loops a and a + 1 read and store as one loop: every read's and the store's index moves
+/// along a by a + 1's iterations times its step along a + 1 (a 1x1 convolution's rows and columns), and
+/// nothing is gated.
+bool mergeable(const Shape &s, const std::vector<std::vector<std::optional<int64_t>>> &strides, size_t a) {
+  auto fits = [&](std::optional<int64_t> outer, std::optional<int64_t> inner) {
+    return outer && inner && *outer == *inner * s.sizes[a + 1];
+  };
+  for (size_t k = 0; k < s.reads.size(); ++k)
+    if (!fits(strides[k][a], strides[k][a + 1])) return false;
+  const UOp *idx = s.store->src(0)->src(1);
+  if (!fits(indexStride(idx, s.axes[a]), indexStride(idx, s.axes[a + 1])) || indexStride(idx, s.axes[a + 1]) == std::optional<int64_t>(0))
+    return false;
+  if (!conditionsOf(s.reads).empty()) return false;
+  for (const UOp *x : toposort(s.store->src(1)))
+    if (x->op == Op::WHERE && x->src(0)->dtype == DType::Bool && !readsData(x->src(0))) return false; // (a selection by position)
+  return true;
+}
+
+/// The bytes of weights a channel tile of `lanes` output channels reads over its reductions: per weight read,
+/// the lanes times the iterations of every reduction loop its index moves along, times its element size.
+int64_t weightPanelBytes(const Shape &s, const std::vector<size_t> &weights, int64_t lanes) {
+  int64_t total = 0;
+  for (size_t k : weights) {
+    const UOp *rd = s.reads[k];
+    int64_t bytes = lanes * static_cast<int64_t>(dtypeSize(rd->dtype));
+    for (const UOp *r : s.reduceRanges)
+      if (auto st = indexStride(rd->src(1), r); !st || *st != 0)
+        if (auto n = constBound(r->src(0))) bytes = std::min<int64_t>(bytes * static_cast<int64_t>(std::max<int64_t>(*n, 1)), INT64_C(1) << 40);
+    total = std::min<int64_t>(total + bytes, INT64_C(1) << 40);
+  }
+  return total;
+}
+
 /// The channel tile: a kernel whose reductions read one or more buffers (weights) that move along an output
 /// loop `oa` (a convolution's output channels, a dense layer's outputs) while every other read stays put along
 /// it, and whose consecutive output loop is too short for the vector tile (a convolution's 56, 28, 14 or 7
@@ -310,7 +357,10 @@ std::optional<Shape> blockedShape(Context &c, const Shape &s, size_t a, int64_t 
 std::optional<std::vector<Opt>> chooseChannelTile(Context &c, const Shape &s,
                                                   const std::vector<std::vector<std::optional<int64_t>>> &strides,
                                                   const std::vector<std::optional<std::pair<int64_t, int64_t>>> &interior,
-                                                  int64_t vec, int64_t tileLanes) {
+                                                  int64_t vec, const PassTarget &target) {
+  const int64_t tileLanes = target.tileLanes;
+  size_t elem = 4;
+  for (const UOp *red : s.reduces) elem = std::max<size_t>(elem, dtypeSize(red->dtype));
   // (the accumulators of reductions over different loops are not live at once: linearize runs each
   // reduction's loop to its end before the next begins, a finished one waiting in memory for the store;
   // only reductions over the same loops share the registers: a residual's main and downsample branches
@@ -326,11 +376,14 @@ std::optional<std::vector<Opt>> chooseChannelTile(Context &c, const Shape &s,
     if (interior[oa]) continue;
     int64_t n = s.sizes[oa];
     int64_t lanes = 0;
-    // the most lanes that divide the channels and leave the registers room for a reuse upcast of 3 (with
-    // AVX2's 96 accumulator lanes, 32 x 3: ResNet-50, one thread on Zen 3, 164 ms, where 16 x 6 took 195 and
-    // AVX-512's 64 x 7, spilled, 251)
+    // the most lanes, up to 128 bytes, that divide the channels and leave the registers room for a reuse
+    // upcast of 3 (with AVX2's 96 accumulator lanes, 32 x 3: ResNet-50, one thread on Zen 3, 164 ms, where 16 x 6
+    // took 195 and AVX-512's 64 x 7, spilled, 251). With AVX-512's 448, 32 lanes x up to 14 pixels, where 64 x 7
+    // spilled (28 accumulators, 4 weight vectors and a broadcast: 33 registers) and 64 x 5 streamed the weights
+    // from the L2 three times as often (ResNet-50 on Sapphire Rapids, one thread: the 1x1 convolution 64 -> 256
+    // at 56x56 2.98 -> 1.68 ms, the 3x3 one 128 -> 128 at 28x28 3.28 -> 1.38)
     for (int64_t l : {8 * vec, 4 * vec, 2 * vec, vec})
-      if (!lanes && n % l == 0 && (tileLanes / (l * live) >= 3 || l == vec)) lanes = l;
+      if (!lanes && n % l == 0 && l * static_cast<int64_t>(elem) <= 128 && (tileLanes / (l * live) >= 3 || l == vec)) lanes = l;
     // half a vector only for many channels none of those divide (ShuffleNet's groups of 68)
     if (!lanes && vec >= 2 && n >= 4 * vec && n % (vec / 2) == 0) lanes = vec / 2;
     if (!lanes) continue;
@@ -356,24 +409,41 @@ std::optional<std::vector<Opt>> chooseChannelTile(Context &c, const Shape &s,
       if (fine && moves) ra = b;
     }
     if (!ra) continue;
+    int64_t row = s.sizes[*ra];
+    // the weight panel one tile streams per pixel row (the lanes times every reduction iteration its weights
+    // move along): where it outgrows the L2 and the row is short, every row of the tile reloads it from L3.
+    // One vector of lanes instead, upcast over the whole row, reads a quarter of the panel per row and reuses
+    // each weight vector across the row (ResNet-50's last 3x3 convolutions, 512 channels at 7x7, a 590 KB
+    // panel of 32 lanes against Zen 3's 512 KB L2, one thread: 32 x 3 5.8 ms, 8 x 7 3.6 ms)
+    if (lanes > vec && n % vec == 0 && row <= 16 && weightPanelBytes(s, weights, lanes) > target.l2Bytes) lanes = vec;
     // (one vector of lanes leaves two more registers to the accumulators: a weight vector and a broadcast
     // are all it loads)
     int64_t budget = std::max<int64_t>(1, (tileLanes + (lanes <= vec ? 2 * vec : 0)) / (lanes * live));
-    // a row of 7 keeps its borders in the tile, gated: its border pieces of one lane would be 2/7 of the work,
-    // each streaming the whole weight panel once per pixel (ResNet-50's 7x7 3x3 convolution, 512 channels,
-    // one thread: 4.5 ms whole, 5.5 split); from 14 on the borders are cut off (14x14, 256 channels: 6.0 ms
-    // gated, 3.7 split)
-    bool cutBorders = interior[*ra] && s.sizes[*ra] >= 14;
-    int64_t lo = cutBorders ? interior[*ra]->first : 0, hi = cutBorders ? interior[*ra]->second : s.sizes[*ra];
-    // the amount (4 to 8 lanes, fewer only for a shorter span) covering most of the span, the larger on a tie;
-    // a tile of one vector of channels takes a span of up to 16 whole (SqueezeNet's classifier, 1000 channels
-    // in 8 lanes over rows of 13: 13 pixels, one thread, 3.4 ms where 6 + a border piece took 4.5-4.8;
-    // ShuffleNet's grouped 1x1 convolutions, 4 lanes over rows of 14, 0.37 -> 0.27 ms; a longer span keeps 8:
-    // 16 of ShuffleNet's stem's 112 pixels took 2.5x the 8's time)
-    int64_t span = hi - lo, amt = 1, cut = 0;
-    int64_t most = lanes <= vec && span <= 16 ? span : 8;
-    for (int64_t a = std::min<int64_t>(most, budget); a >= 2; --a)
-      if (span >= a && span / a * a > cut && (a >= 4 || cut == 0)) amt = a, cut = span / a * a;
+    // the amount covering most of `span` pixels in whole tiles, the larger on a tie (at least 4, fewer only for
+    // a shorter span), and the pixels it covers. A tile of one vector of channels takes a span of up to 16
+    // whole (SqueezeNet's classifier, 1000 channels in 8 lanes over rows of 13: 13 pixels, one thread, 3.4 ms
+    // where 6 + a border piece took 4.5-4.8; ShuffleNet's grouped 1x1 convolutions, 4 lanes over rows of 14,
+    // 0.37 -> 0.27 ms), else up to 8 (16 of ShuffleNet's stem's 112 pixels took 2.5x the 8's time); a tile of
+    // several vectors up to what the registers hold (AVX-512's 32 lanes: 14)
+    auto fit = [&](int64_t span) {
+      int64_t amt = 1, cut = 0;
+      int64_t most = lanes <= vec ? (span <= 16 ? span : 8) : budget;
+      for (int64_t a = std::min<int64_t>(most, budget); a >= 2; --a)
+        if (span >= a && span / a * a > cut && (a >= 4 || cut == 0)) amt = a, cut = span / a * a;
+      return std::pair{amt, cut};
+    };
+    // a row of under 14 keeps its borders in the tile, gated: its border pieces of one pixel would be 2/7 of
+    // the work, each streaming the whole weight panel once per pixel (ResNet-50's 7x7 3x3 convolution, 512
+    // channels, one thread on Zen 3: 4.5 ms whole, 5.5 split). A longer one has its borders cut off where the
+    // interior has as many pixels in whole tiles as the whole row (14x14, 256 channels, 32 x 3 on Zen 3: 6.0 ms
+    // gated, 3.7 split), else it too is tiled whole, gated (AVX-512's 14 pixels: 14 of a row of 14 against 12
+    // of its interior, 28 of 28 against 26; Sapphire Rapids, one thread, the 3x3 convolutions 256 -> 256 at
+    // 14x14 3.05 -> 1.74 ms, 128 -> 128 at 28x28 1.87 -> 1.38)
+    auto [amt, cut] = fit(row);
+    int64_t lo = 0;
+    if (interior[*ra] && row >= 14)
+      if (auto [ia, ic] = fit(interior[*ra]->second - interior[*ra]->first); ic >= cut)
+        amt = ia, cut = ic, lo = interior[*ra]->first;
     std::vector<Opt> opts;
     for (size_t a = 0; a < s.axes.size(); ++a)
       if (interior[a] && a != *ra) opts.push_back({Opt::Split, a, interior[a]->first, interior[a]->second});
@@ -566,8 +636,30 @@ std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target
     // (a padded convolution too, whatever its rows: VGG-19's 3x3 convolution 64->64 at 224x224, one
     // thread, took 104 ms with the vector tile, 51 with the channel tile)
     bool padded = std::any_of(interior.begin(), interior.end(), [](auto x) { return x.has_value(); });
+    // a 1x1 convolution's rows and columns, one loop (merge), of whole pairs of vectors: the vector tile
+    // along its pixels then stores whole vectors of each channel, where the channel tile's lanes, channels,
+    // scatter each pixel's vector across the channels' rows; the pixels blocked by the tile's lanes (block),
+    // so that a block of the input stays in the L1 while every channel's tile reads it. ResNet-50 on Sapphire
+    // Rapids, one thread, against the channel tile: the 1x1 convolutions 64 -> 256 at 56x56 2.24 -> 0.75 ms,
+    // 256 -> 64 1.98 -> 0.92, 512 -> 128 at 28x28 0.89 -> 0.69 (unblocked, 256 -> 64 took 2.16: each
+    // channel tile streamed the whole 3.2 MB input from the L3). Rows of 14 and 7 (196 and 49 pixels) keep
+    // the channel tile: their vector tile had 4 lanes, 2.5x slower.
+    if (shortRow && !padded && groups)
+      for (size_t a = s.axes.size() - 1; a-- > 0;)
+        if (int64_t merged = s.sizes[a] * s.sizes[a + 1]; merged >= 8 * vec && merged % (2 * vec) == 0 && mergeable(s, strides, a))
+          if (auto m = mergedShape(c, s, a)) {
+            std::vector<Opt> tile = chooseOpts(c, *m, target, false, false);
+            auto up = std::find_if(tile.begin(), tile.end(), [&](const Opt &o) { return o.kind == Opt::Upcast && o.axis == a; });
+            bool plain = std::all_of(tile.begin(), tile.end(), [](const Opt &o) { return o.kind == Opt::Upcast; });
+            if (up != tile.end() && plain && up->amount >= 2 * vec) {
+              std::vector<Opt> opts{{Opt::Merge, a, 1, 0}};
+              if (up->amount < merged) opts.push_back({Opt::Block, a, up->amount, 0});
+              opts.insert(opts.end(), tile.begin(), tile.end());
+              return opts;
+            }
+          }
     if (shortRow || padded)
-      if (auto opts = chooseChannelTile(c, s, strides, interior, vec, target.tileLanes)) return *opts;
+      if (auto opts = chooseChannelTile(c, s, strides, interior, vec, target)) return *opts;
   }
   // the vector axis
   std::optional<size_t> va;

@@ -10,13 +10,14 @@
 #include <unordered_set>
 
 namespace uopc::optimize {
-/// "upcast:A:N", "split:A:LO:HI", "partial:R:N", "unroll:R:N", "block:A:N" or "pack:S" -> Opt; throws Error
+/// "upcast:A:N", "split:A:LO:HI", "partial:R:N", "unroll:R:N", "block:A:N", "pack:S", "relayout:A:S" or
+/// "merge:A" -> Opt; throws Error
 /// naming the text otherwise.
 Opt parseOpt(std::string_view t) {
   auto bad = [&]() -> Opt {
     fail("pass 'optimize': opt '" + std::string(t) +
          "' is not upcast:AXIS:AMOUNT, split:AXIS:LO:HI, partial:RAXIS:AMOUNT, unroll:RAXIS:AMOUNT, block:AXIS:SIZE, "
-         "pack:SLOT or relayout:AXIS:SLOT");
+         "pack:SLOT, relayout:AXIS:SLOT or merge:AXIS");
   };
   Opt o;
   size_t colon = t.find(':');
@@ -35,9 +36,9 @@ Opt parseOpt(std::string_view t) {
     if (c == std::string_view::npos) break;
     rest = rest.substr(c + 1);
   }
-  if (nums.size() != (o.kind == Opt::Split ? 3u : o.kind == Opt::Pack ? 1u : 2u) || nums[0] > 64) return bad();
+  if (nums.size() != (o.kind == Opt::Split ? 3u : o.kind == Opt::Pack || o.kind == Opt::Merge ? 1u : 2u) || nums[0] > 64) return bad();
   o.axis = static_cast<size_t>(nums[0]);
-  if (o.kind == Opt::Pack) return o;
+  if (o.kind == Opt::Pack || o.kind == Opt::Merge) return o;
   o.amount = nums[1];
   if (o.kind != Opt::Split && (o.amount < 1 || (o.kind != Opt::Block && o.amount > 4096))) return bad();
   if (o.kind == Opt::Split) {

@@ -22,21 +22,24 @@ namespace uopc::optimize {
 /// upcast:AXIS:AMOUNT, split:AXIS:LO:HI (amount = LO, hi = HI), partial:RAXIS:AMOUNT, unroll:RAXIS:AMOUNT
 /// (RAXIS: a reduction loop, by its position among the kernel's reduction ranges in range-number order) or
 /// block:AXIS:SIZE (amount = SIZE), or pack:SLOT (axis = SLOT: the kernel argument whose read is packed), or
-/// relayout:AXIS:SLOT (amount = SLOT: the read re-laid out with AXIS's lanes innermost, see relayoutPiece).
+/// relayout:AXIS:SLOT (amount = SLOT: the read re-laid out with AXIS's lanes innermost, see relayoutPiece), or
+/// merge:AXIS (output loops AXIS and AXIS + 1 one loop of their product, in AXIS's place; AXIS + 1 left a loop of
+/// one iteration, so that the other opts' axes keep their numbers).
 struct Opt {
-  enum Kind { Upcast, Split, Partial, Block, Unroll, Pack, Relayout } kind = Upcast;
+  enum Kind { Upcast, Split, Partial, Block, Unroll, Pack, Relayout, Merge } kind = Upcast;
   /// Each kind's name, by Kind.
-  static constexpr std::string_view kNames[] = {"upcast", "split", "partial", "block", "unroll", "pack", "relayout"};
+  static constexpr std::string_view kNames[] = {"upcast", "split", "partial", "block", "unroll", "pack", "relayout", "merge"};
   size_t axis = 0;
   int64_t amount = 1, hi = 0;
   std::string text() const {
-    if (kind == Pack) return std::string(kNames[kind]) + ":" + std::to_string(axis);
+    if (kind == Pack || kind == Merge) return std::string(kNames[kind]) + ":" + std::to_string(axis);
     return std::string(kNames[kind]) + ":" + std::to_string(axis) + ":" + std::to_string(amount) +
            (kind == Split ? ":" + std::to_string(hi) : "");
   }
 };
 
-/// "upcast:A:N", "split:A:LO:HI", "partial:R:N", "unroll:R:N", "block:A:N" or "pack:S" -> Opt; throws Error
+/// "upcast:A:N", "split:A:LO:HI", "partial:R:N", "unroll:R:N", "block:A:N", "pack:S", "relayout:A:S" or
+/// "merge:A" -> Opt; throws Error
 /// naming the text otherwise.
 Opt parseOpt(std::string_view t);
 /// opts=NAME/OPT/OPT;NAME -> {NAME: [opts]}.
