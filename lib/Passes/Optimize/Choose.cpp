@@ -650,7 +650,7 @@ std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target
           if (auto m = mergedShape(c, s, a)) {
             std::vector<Opt> tile = chooseOpts(c, *m, target, false, false);
             auto up = std::find_if(tile.begin(), tile.end(), [&](const Opt &o) { return o.kind == Opt::Upcast && o.axis == a; });
-            bool plain = std::all_of(tile.begin(), tile.end(), [](const Opt &o) { return o.kind == Opt::Upcast; });
+            bool plain = std::all_of(tile.begin(), tile.end(), [](const Opt &o) { return o.kind == Opt::Upcast || o.kind == Opt::Unroll; });
             if (up != tile.end() && plain && up->amount >= 2 * vec) {
               std::vector<Opt> opts{{Opt::Merge, a, 1, 0}};
               if (up->amount < merged) opts.push_back({Opt::Block, a, up->amount, 0});
