@@ -235,10 +235,8 @@ struct Optimizer {
         const UOp *ry = main.axes[o.axis], *rx = main.axes[o.axis + 1];
         int64_t h = main.sizes[o.axis], w = main.sizes[o.axis + 1];
         if (h > INT32_MAX / w) bad("the merged loop would have over 2^31 iterations");
-        DType dt = ry->dtype;
-        const UOp *m = c.make(Op::RANGE, dt, {c.constInt(dt, h * w)}, ry->arg, ry->tag);
-        const UOp *wc = c.constInt(dt, w);
-        main.store = simplified(substitute(c, main.store, {{ry, c.make(Op::FLOORDIV, dt, {m, wc})}, {rx, c.make(Op::FLOORMOD, dt, {m, wc})}}));
+        const UOp *m = nullptr;
+        main.store = simplified(mergedLoops(c, main.store, ry, rx, h, w, m));
         main.axes[o.axis] = m;
         main.sizes[o.axis] = h * w;
         main.axes[o.axis + 1] = rangeLike(c, rx, 1, next++, std::nullopt);

@@ -298,13 +298,9 @@ std::optional<Shape> blockedShape(Context &c, const Shape &s, size_t a, int64_t 
 /// The kernel shape with output loops a and a + 1 merged (merge:a): one loop m of their product in a's place,
 /// a's counter m // n and a + 1's m % n (n: a + 1's iterations), the value simplified; a + 1 a loop of one.
 std::optional<Shape> mergedShape(Context &c, const Shape &s, size_t a) {
-  const UOp *ry = s.axes[a], *rx = s.axes[a + 1];
-  DType dt = ry->dtype;
-  const UOp *m = c.make(Op::RANGE, dt, {c.constInt(dt, s.sizes[a] * s.sizes[a + 1])}, ry->arg, ry->tag);
+  const UOp *ry = s.axes[a], *rx = s.axes[a + 1], *m = nullptr;
   const UOp *one = c.make(Op::RANGE, rx->dtype, {c.constInt(rx->dtype, 1)}, rx->arg, rx->tag);
-  const UOp *n = c.constInt(dt, s.sizes[a + 1]);
-  std::vector<const UOp *> src{simplifiedExpr(
-      c, substitute(c, s.store, {{ry, c.make(Op::FLOORDIV, dt, {m, n})}, {rx, c.make(Op::FLOORMOD, dt, {m, n})}}))};
+  std::vector<const UOp *> src{simplifiedExpr(c, mergedLoops(c, s.store, ry, rx, s.sizes[a], s.sizes[a + 1], m))};
   for (size_t b = 0; b < s.axes.size(); ++b) src.push_back(b == a ? m : b == a + 1 ? one : s.axes[b]);
   return shapeOf(c.make(Op::SINK, DType::Void, {c.make(Op::END, s.end->dtype, src, s.end->arg, s.end->tag)}));
 }
@@ -319,8 +315,8 @@ bool mergeable(const Shape &s, const std::vector<std::vector<std::optional<int64
   for (size_t k = 0; k < s.reads.size(); ++k)
     if (!fits(strides[k][a], strides[k][a + 1])) return false;
   const UOp *idx = s.store->src(0)->src(1);
-  if (!fits(indexStride(idx, s.axes[a]), indexStride(idx, s.axes[a + 1])) || indexStride(idx, s.axes[a + 1]) == std::optional<int64_t>(0))
-    return false;
+  auto inner = indexStride(idx, s.axes[a + 1]);
+  if (!fits(indexStride(idx, s.axes[a]), inner) || inner == std::optional<int64_t>(0)) return false;
   if (!conditionsOf(s.reads).empty()) return false;
   for (const UOp *x : toposort(s.store->src(1)))
     if (x->op == Op::WHERE && x->src(0)->dtype == DType::Bool && !readsData(x->src(0))) return false; // (a selection by position)

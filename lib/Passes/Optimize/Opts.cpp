@@ -4,6 +4,7 @@
 #include "IR/Error.h"
 #include "IR/Kernel.h"
 #include "IR/Range.h"
+#include "Passes/Rewrite.h"
 
 #include <algorithm>
 #include <charconv>
@@ -76,6 +77,12 @@ bool dependsOn(const UOp *x, const UOp *r) {
   return false;
 }
 
+const UOp *mergedLoops(Context &c, const UOp *x, const UOp *ry, const UOp *rx, int64_t h, int64_t w, const UOp *&merged) {
+  DType dt = ry->dtype;
+  merged = c.make(Op::RANGE, dt, {c.constInt(dt, h * w)}, ry->arg, ry->tag);
+  const UOp *wc = c.constInt(dt, w);
+  return substitute(c, x, {{ry, c.make(Op::FLOORDIV, dt, {merged, wc})}, {rx, c.make(Op::FLOORMOD, dt, {merged, wc})}});
+}
 
 std::optional<Shape> shapeOf(const UOp *sink) {
   if (sink->op != Op::SINK || sink->nsrc != 1 || sink->src(0)->op != Op::END) return std::nullopt;

@@ -46,6 +46,9 @@ Opt parseOpt(std::string_view t);
 std::map<std::string, std::vector<Opt>, std::less<>> parseHandOpts(std::string_view text);
 /// Whether x's value depends on node r (r is in its cone).
 bool dependsOn(const UOp *x, const UOp *r);
+/// merge:A's rewrite of x: output loops ry (h iterations) and rx (w) one loop `merged` of h * w (ry's number),
+/// ry's counter merged // w and rx's merged % w (the simplifier folds `(m // w)*w + m % w` back to m).
+const UOp *mergedLoops(Context &c, const UOp *x, const UOp *ry, const UOp *rx, int64_t h, int64_t w, const UOp *&merged);
 
 /// A kernel the opts apply to: SINK(END(STORE(INDEX(buffer, i), value), output ranges...)).
 struct Shape {
