@@ -4,6 +4,7 @@
 #include "IR/Error.h"
 #include "Runtime/ManifestModel.h"
 #include "Runtime/Sha256.h"
+#include "Targets/CTarget.h"
 
 #include <algorithm>
 #include <cctype>
@@ -153,12 +154,20 @@ std::string lineName(const std::string &f) {
   return out;
 }
 
+/// Whether the C emitter marked this kernel for -O2 (kBuildAtO2Line, among its first lines).
+bool buildsAtO2(std::string_view text) {
+  std::string_view head = text.substr(0, std::min<size_t>(text.size(), 4096));
+  size_t end = head.find("#include");
+  return head.substr(0, end).find(std::string("\n") + kBuildAtO2Line + "\n") != std::string_view::npos;
+}
+
 /// Compiles `files` (relative to `dir`, with the bytes `texts` the cache key hashed) and `entry` for `cpu`
-/// into `so` inside the checked `cache`. The kernels go into as many translation units as the machine has
-/// cores (at most 16), each the concatenation of a share of the files, balanced by size (largest first, each
+/// into `so` inside the checked `cache`. The kernels of each optimization level go into as many translation
+/// units as the machine has cores (at most 16), each the concatenation of a share of the files, balanced by size (largest first, each
 /// to the lightest unit; the C emitter guards its helpers so that a unit defines each once): one compiler
 /// per core, not one per kernel, whose start-up and headers cost a network of fifty kernels a second of CPU
-/// (ResNet-50: 5.5 s of CPU in 48 compilers). Then one link. What is compiled is the text that was hashed.
+/// (ResNet-50: 5.5 s of CPU in 48 compilers). The kernels marked for -O2 (register tiles, kBuildAtO2Line) go
+/// into units of their own, built at -O2. Then one link. What is compiled is the text that was hashed.
 void build(const fs::path &cache, const fs::path &so, const std::string &key, const std::vector<std::string> &files,
            const std::vector<std::string> &texts, const std::string &entry, const std::string &cpu, const fs::path &dir) {
   // a private working directory (mkdtemp: 0700, a fresh name) inside the checked cache directory
@@ -173,28 +182,41 @@ void build(const fs::path &cache, const fs::path &so, const std::string &key, co
   } removeWork{work};
   unsigned cores = std::thread::hardware_concurrency();
   size_t jobs = std::max<size_t>(1, std::min<size_t>(cores ? cores : 1, 16));
-  // the units: largest file first, each into the unit with the fewest bytes so far
+  // the units: the files of each optimization level (-O2 where the prelude says so, else -O3) apart, up to
+  // `jobs` units each, largest file first, each into that level's unit with the fewest bytes so far
+  struct Unit {
+    std::string text;
+    bool o2 = false;
+  };
   std::vector<size_t> order(files.size());
   std::iota(order.begin(), order.end(), size_t(0));
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return texts[a].size() > texts[b].size(); });
-  size_t nunits = std::min(jobs, files.size());
-  std::vector<std::string> units(nunits);
-  std::vector<std::vector<size_t>> members(nunits);
-  for (size_t i : order) {
-    size_t u = static_cast<size_t>(std::min_element(units.begin(), units.end(), [](const std::string &a, const std::string &b) {
-                                     return a.size() < b.size();
-                                   }) - units.begin());
-    members[u].push_back(i);
-    units[u] += "#line 1 \"" + lineName(files[i]) + "\"\n" + texts[i] + "\n";
+  std::vector<Unit> units;
+  for (bool o2 : {false, true}) {
+    std::vector<size_t> level;
+    for (size_t i : order)
+      if (buildsAtO2(texts[i]) == o2) level.push_back(i);
+    size_t first = units.size();
+    units.resize(first + std::min(jobs, level.size()), Unit{"", o2});
+    for (size_t i : level) {
+      Unit &u = *std::min_element(units.begin() + static_cast<std::ptrdiff_t>(first), units.end(),
+                                  [](const Unit &a, const Unit &b) { return a.text.size() < b.text.size(); });
+      u.text += "#line 1 \"" + lineName(files[i]) + "\"\n" + texts[i] + "\n";
+    }
   }
+  // the largest units start first (the compilers run `jobs` at a time)
+  std::stable_sort(units.begin(), units.end(), [](const Unit &a, const Unit &b) { return a.text.size() > b.text.size(); });
   std::vector<fs::path> sources;
-  for (size_t u = 0; u < nunits; ++u) {
+  std::vector<bool> atO2;
+  for (size_t u = 0; u < units.size(); ++u) {
     sources.push_back(fs::path(work) / ("unit" + std::to_string(u) + ".c"));
-    writeNewFile(sources.back().string(), units[u]);
+    writeNewFile(sources.back().string(), units[u].text);
+    atO2.push_back(units[u].o2);
   }
   // the entry points in a unit of their own (they declare the kernels with void * parameters)
   sources.push_back(fs::path(work) / "entry.c");
   writeNewFile(sources.back().string(), entry);
+  atO2.push_back(false);
   fs::path tmpSo = fs::path(work) / "kernels.so";
   // compile
   std::vector<std::string> common{cCompiler()};
@@ -210,6 +232,7 @@ void build(const fs::path &cache, const fs::path &so, const std::string &key, co
     }
     objects.push_back(fs::path(work) / ("k" + std::to_string(i) + ".o"));
     std::vector<std::string> argv = common;
+    if (atO2[i]) std::replace(argv.begin(), argv.end(), std::string("-O3"), std::string("-O2"));
     argv.insert(argv.end(), {"-c", sources[i].string(), "-o", objects.back().string()});
     running.push_back(spawn(argv, fs::path(work) / ("cc" + std::to_string(i) + ".log")));
   }
@@ -259,7 +282,7 @@ std::string kernelCacheDir() {
 fs::path cachedKernelObject(const fs::path &dir, const std::vector<std::string> &files, const std::string &entry,
                             const std::string &cpu) {
   Hasher h;
-  h.add("uopc-run kernels v2"); // v2: the kernels compiled in units of several files
+  h.add("uopc-run kernels v3"); // v2: the kernels compiled in units of several files; v3: -O2 units apart
   h.add(cCompiler());
   for (const char *f : kKernelCFlags) h.add(f);
   h.add("-march=" + cpu);

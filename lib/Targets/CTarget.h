@@ -36,6 +36,12 @@ namespace uopc {
 /// A kernel in the pieces its outputs join (no output parses the C back): a kernel file is prelude, a blank
 /// line, then cFunction(declaration, body); `uopc --emit library` puts every helper once and each kernel's
 /// function made static (cFunction(..., true)) after its summary comment.
+/// The prelude line of a kernel that uopc-run builds at -O2, not -O3 (KernelCache.cpp): a register tile, whose
+/// lanes `omp simd` vectorizes at either level and whose unrolled outer lanes -O3 only makes gcc slower to
+/// compile (SqueezeNet's kernels: gcc's time halved, the tiles' speed the same within 6%); a kernel without
+/// one needs -O3's vectorizer (SqueezeNet's max pool 8x slower at -O2).
+inline constexpr const char *kBuildAtO2Line = "/* uopc-run: -O2 */";
+
 struct EmittedKernel {
   std::string prelude;     ///< the summary comment, the includes and the helpers it calls (each under #ifndef UOPC_HELPER_*)
   std::string declaration; ///< "void SYMBOL(T0 *restrict out0, ...)": the function's head, without linkage
