@@ -1,7 +1,8 @@
 //===- Machine.cpp - the machine descriptions the passes read (PassTarget) ===//
 // A target's row in Targets.def names its machine description (Host or Gpu) and its emitter; forTarget builds the
 // PassTarget from them: the one model of the target the passes see. The host's facts are probed here (and
-// nowhere else): cores, data caches and ways (sysconf, where plausible; fallbacks otherwise), AVX-512's registers.
+// nowhere else): cores, data caches and ways (sysconf, where plausible; fallbacks otherwise; $UOPC_L2_BYTES), AVX-512's
+// registers.
 #include "Passes/PassManager.h"
 
 #include "IR/Error.h"
@@ -30,6 +31,16 @@ void describeHost(PassTarget &t) {
   if (long w = sysconf(_SC_LEVEL2_CACHE_ASSOC); w >= 1 && w <= 64) t.l2Ways = w;
   if (long l = sysconf(_SC_LEVEL2_CACHE_LINESIZE); l >= 16 && l <= 1024 && (l & (l - 1)) == 0) t.lineBytes = l;
 #endif
+  // $UOPC_L2_BYTES overrides the L2's size (so that a test's cache blocks do not depend on the machine)
+  if (const char *l2 = std::getenv("UOPC_L2_BYTES"); l2 && *l2) {
+    std::string_view v(l2);
+    int64_t n = 0;
+    bool ok = v.size() <= 10 && std::all_of(v.begin(), v.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+    for (char ch : v) n = ok ? n * 10 + (ch - '0') : 0;
+    if (!ok || n < (16 << 10) || n > (int64_t(1) << 30))
+      fail("UOPC_L2_BYTES must be a number of bytes from 16384 to 1073741824, not " + quote(v));
+    t.l2Bytes = n;
+  }
 }
 
 /// -march names of CPUs with AVX-512 (where the kernels are built for another CPU than this one)

@@ -17,6 +17,8 @@ config.substitutions.append(("%corpus", config.uopc_corpus))
 # The register tiles the tests check are sized for AVX-512's registers whatever the machine running them
 # (Passes/Machine.cpp: describeVectors); a test of another size sets UOPC_VECTOR_ISA itself.
 config.environment["UOPC_VECTOR_ISA"] = "avx512"
+# and a 2 MiB L2 (Machine.cpp: describeHost), which the cache blocks are sized for
+config.environment["UOPC_L2_BYTES"] = "2097152"
 for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):
     if var in os.environ:
         config.environment[var] = os.environ[var]

@@ -6,12 +6,13 @@ elementwise op broadcasts a size-1 axis; no EXPAND node), as in the corpus:
   rowsum: out(4) = X(4,8).sum(axis=1)               a sum over consecutive elements
   mm16:  out(4,16) = X(4,8) @ W(8,16)                a matmul with 16 output columns
   mm1k:  out(16,1024) = X(16,1024) @ W(1024,1024)    W's columns 4 KiB apart (optimize.test's pack choice)
+  mm1k8: out(8,1024) = X(8,1024) @ W(1024,1024)      one row tile: no cache block (optimize.test)
   mm96:  out(16,96) = X(16,64) @ W(64,96)             96 columns: 4 x 24 lanes fill AVX2's tile (optimize.test)
   tinysum: out(4,64) = f(X(4,64)) * W(4,2).sum(axis=1), f eight elementwise ops: a reduction of two elements
          next to much more work per element (gpu-map.test: every GPU thread may compute it again)
   colsum: out(65536) = X(16,65536).sum(axis=0)     a column walk: each row 256 KiB further (optimize.test's strip)
   colsum8: out(8) = X(4096,8).sum(axis=0)            columns 32 bytes apart: less than a line, no strip
-usage: rangeify-work.py mm2|expmm|cheap|rowsum|mm16|mm1k|mm96|tinysum|colsum|colsum8 OUT.json"""
+usage: rangeify-work.py mm2|expmm|cheap|rowsum|mm16|mm1k|mm1k8|mm96|tinysum|colsum|colsum8 OUT.json"""
 import json, os, sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "Inputs"))
 from uopgraph import TensorGraph  # noqa: E402
@@ -38,10 +39,11 @@ def build(kind):
         out = g.reshape(g.param(0, 64), 4, 16)
         x, w = g.reshape(g.param(1, 32), 4, 8), g.reshape(g.param(2, 128), 8, 16)
         return g.doc(out, g.matmul(x, w, 4, 8, 16))
-    if kind == "mm1k":
-        out = g.reshape(g.param(0, 16 * 1024), 16, 1024)
-        x, w = g.reshape(g.param(1, 16 * 1024), 16, 1024), g.reshape(g.param(2, 1024 * 1024), 1024, 1024)
-        return g.doc(out, g.matmul(x, w, 16, 1024, 1024))
+    if kind in ("mm1k", "mm1k8"):
+        m = 16 if kind == "mm1k" else 8
+        out = g.reshape(g.param(0, m * 1024), m, 1024)
+        x, w = g.reshape(g.param(1, m * 1024), m, 1024), g.reshape(g.param(2, 1024 * 1024), 1024, 1024)
+        return g.doc(out, g.matmul(x, w, m, 1024, 1024))
     if kind == "mm96":
         out = g.reshape(g.param(0, 16 * 96), 16, 96)
         x, w = g.reshape(g.param(1, 16 * 64), 16, 64), g.reshape(g.param(2, 64 * 96), 64, 96)
