@@ -6,6 +6,7 @@
 #include "Passes/Symbolic/Internal.h"
 
 #include <algorithm>
+#include <map>
 #include <unordered_map>
 
 namespace uopc::sym {
@@ -165,6 +166,41 @@ const UOp *uopGivenValid(SymbolicCtx &sc, Context &ctx, const UOp *valid, const 
 } // namespace uopc::sym
 
 namespace uopc {
+namespace {
+
+/// u * scale as terms (node -> coefficient) plus a constant, through ADD and multiplication by a constant;
+/// false where a coefficient or the constant leaves int64 or the sum is deeper than a few hundred nodes.
+bool linearTerms(const UOp *u, Bound scale, std::map<const UOp *, Bound> &terms, Bound &constant) {
+  std::vector<std::pair<const UOp *, Bound>> work{{u, scale}};
+  for (size_t steps = 0; !work.empty(); ++steps) {
+    if (steps > 512) return false;
+    auto [x, k] = work.back();
+    work.pop_back();
+    if (!fitsInt64(k)) return false;
+    if (auto c = constBound(x)) {
+      constant = boundAdd(constant, boundMul(k, *c));
+      if (!fitsInt64(constant)) return false;
+    } else if (x->op == Op::ADD && x->nsrc == 2) {
+      work.push_back({x->src(0), k});
+      work.push_back({x->src(1), k});
+    } else if (x->op == Op::MUL && x->nsrc == 2 && (constBound(x->src(0)) || constBound(x->src(1)))) {
+      bool left = constBound(x->src(0)).has_value();
+      work.push_back({x->src(left ? 1 : 0), boundMul(k, *constBound(x->src(left ? 0 : 1)))});
+    } else if (x->op == Op::CAST && isInt(x->dtype) && isInt(x->src(0)->dtype) &&
+               dtypeRange(x->src(0)->dtype).lo >= dtypeRange(x->dtype).lo &&
+               dtypeRange(x->src(0)->dtype).hi <= dtypeRange(x->dtype).hi) {
+      work.push_back({x->src(0), k}); // a widening cast keeps the value
+    } else {
+      Bound &t = terms[x];
+      t = boundAdd(t, k);
+      if (!fitsInt64(t)) return false;
+      if (t == 0) terms.erase(x);
+    }
+  }
+  return true;
+}
+
+} // namespace
 
 VRange indexRangeGivenGates(SymbolicCtx &sc, Context &ctx, const UOp *ix, std::span<const UOp *const> gates) {
   std::vector<const UOp *> conds(gates.begin(), gates.end());
@@ -192,7 +228,40 @@ VRange indexRangeGivenGates(SymbolicCtx &sc, Context &ctx, const UOp *ix, std::s
   VRange plain = R.range(ix); // by value: computing another range may grow the table
   if (narrowed.empty()) return plain;
   VRange given = R.range(sym::replaceNodes(ctx, ix, narrowed));
-  return {std::max(plain.lo, given.lo), std::min(plain.hi, given.hi)};
+  VRange out{std::max(plain.lo, given.lo), std::min(plain.hi, given.hi)};
+  // A gated expression need not be a node of the index: the simplifier distributes (r + r4) * 12 into
+  // r * 12 + r4 * 12. Read both as sums of terms with constant coefficients; a gated sum whose terms the index
+  // holds k times each stands for k times its bounded value (a convolution's row gate 0 < r + r4, with its
+  // column gate, proves the padded read in bounds).
+  std::map<const UOp *, Bound> terms;
+  Bound rest = 0;
+  if (!linearTerms(ix, 1, terms, rest)) return out;
+  Bound lo = rest, hi = rest;
+  for (auto &[expr, b] : bounds) {
+    std::map<const UOp *, Bound> xt;
+    Bound xc = 0;
+    if (!linearTerms(expr, 1, xt, xc) || xt.empty()) continue;
+    auto first = terms.find(xt.begin()->first);
+    if (first == terms.end() || first->second % xt.begin()->second != 0) continue;
+    Bound k = first->second / xt.begin()->second;
+    bool all = true;
+    for (auto &[t, a] : xt) {
+      auto it = terms.find(t);
+      all = all && it != terms.end() && it->second == k * a;
+    }
+    if (!all) continue;
+    for (auto &[t, a] : xt) terms.erase(t);
+    Bound l = boundMul(k, boundAdd(b.first, -xc)), h = boundMul(k, boundAdd(b.second, -xc));
+    if (k < 0) std::swap(l, h);
+    lo = boundAdd(lo, l), hi = boundAdd(hi, h);
+  }
+  for (auto &[t, a] : terms) {
+    VRange tr = R.range(t);
+    Bound l = boundMul(a, tr.lo), h = boundMul(a, tr.hi);
+    if (a < 0) std::swap(l, h);
+    lo = boundAdd(lo, l), hi = boundAdd(hi, h);
+  }
+  return {std::max(out.lo, lo), std::min(out.hi, hi)};
 }
 
 } // namespace uopc
