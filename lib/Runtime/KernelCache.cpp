@@ -182,8 +182,9 @@ void build(const fs::path &cache, const fs::path &so, const std::string &key, co
   } removeWork{work};
   unsigned cores = std::thread::hardware_concurrency();
   size_t jobs = std::max<size_t>(1, std::min<size_t>(cores ? cores : 1, 16));
-  // the units: the files of each optimization level (-O2 where the prelude says so, else -O3) apart, up to
-  // `jobs` units each, largest file first, each into that level's unit with the fewest bytes so far
+  // the units: the files of each optimization level (kTileOptFlags where the prelude says so, else
+  // kKernelOptFlags) apart, up to `jobs` units each, largest file first, each into that level's unit with
+  // the fewest bytes so far
   struct Unit {
     std::string text;
     bool o2 = false;
@@ -232,7 +233,8 @@ void build(const fs::path &cache, const fs::path &so, const std::string &key, co
     }
     objects.push_back(fs::path(work) / ("k" + std::to_string(i) + ".o"));
     std::vector<std::string> argv = common;
-    if (atO2[i]) std::replace(argv.begin(), argv.end(), std::string("-O3"), std::string("-O2"));
+    if (atO2[i]) argv.insert(argv.end(), std::begin(kTileOptFlags), std::end(kTileOptFlags));
+    else argv.insert(argv.end(), std::begin(kKernelOptFlags), std::end(kKernelOptFlags));
     argv.insert(argv.end(), {"-c", sources[i].string(), "-o", objects.back().string()});
     running.push_back(spawn(argv, fs::path(work) / ("cc" + std::to_string(i) + ".log")));
   }
@@ -282,9 +284,12 @@ std::string kernelCacheDir() {
 fs::path cachedKernelObject(const fs::path &dir, const std::vector<std::string> &files, const std::string &entry,
                             const std::string &cpu) {
   Hasher h;
-  h.add("uopc-run kernels v3"); // v2: the kernels compiled in units of several files; v3: -O2 units apart
+  h.add("uopc-run kernels v4"); // v2: the kernels compiled in units of several files; v3: -O2 units apart;
+  // v4: no -O3
   h.add(cCompiler());
   for (const char *f : kKernelCFlags) h.add(f);
+  for (const char *f : kTileOptFlags) h.add(std::string("tile ") + f);
+  for (const char *f : kKernelOptFlags) h.add(std::string("other ") + f);
   h.add("-march=" + cpu);
   h.add(entry);
   std::vector<std::string> texts;

@@ -15,9 +15,9 @@ namespace fs = std::filesystem;
 
 /// The compiler command: $UOPC_CC, else "cc".
 std::string cCompiler();
-/// The flags every kernel is compiled with.
-/// C kernels are built for the CPU the manifest names (`uopc --cpu`, default native: -march=native), at
-/// -O3, without errno for math functions (so sqrtf and friends inline) and without trapping math (so
+/// The flags every kernel is compiled with (then its level's, below).
+/// C kernels are built for the CPU the manifest names (`uopc --cpu`, default native: -march=native),
+/// without errno for math functions (so sqrtf and friends inline) and without trapping math (so
 /// `a < b ? b : a` becomes maxps instead of a branch: only floating-point exception flags differ), with
 /// floating-point contraction on (-ffp-contract=fast: a multiply feeding an add is one FMA, as the LLVM
 /// target's `contract` flags allow; without it a convolution's or matmul's inner loop issues a multiply
@@ -28,10 +28,19 @@ std::string cCompiler();
 /// for Intel's AVX-512 server CPUs prefers 32 bytes); elsewhere it changes nothing. On this project's
 /// Sapphire Rapids machine: sp_mm_1024 19.5-20.0 -> 16.2 ms, sp_softmax_2048 2.6-2.9 -> 1.9-2.2 ms, the GPT
 /// block 24-26 -> 20.5-21.6 ms, conv2d unchanged (best of 5, the same kernels alternating).
-inline constexpr const char *kKernelCFlags[] = {"-O3",          "-std=c11",           "-shared",      "-fPIC",
+inline constexpr const char *kKernelCFlags[] = {"-std=c11",           "-shared",      "-fPIC",
                                                 "-fno-math-errno", "-fno-trapping-math", "-fopenmp-simd",
                                                 "-DUOPC_OMP_SIMD", "-mprefer-vector-width=512",
                                                 "-ffp-contract=fast"};
+/// The optimization level, per kernel: a register tile (the emitter's kBuildAtO2Line) at -O2, whose lanes
+/// `omp simd` vectorizes and whose unrolled outer lanes -O3 only made gcc slower to build; every other kernel
+/// at -O2 with the two parts of -O3 its loops need: the vectorizer's dynamic cost model (-O2's very cheap one
+/// leaves loops with a reduction or a gather scalar) and loop unswitching (a concatenation's gated reads, each
+/// constant along the loop, become plain copies). With the C emitter's unrolled window loops (a pooling
+/// window, which -O3 unrolls on its own before it vectorizes) that is -O3's speed at 40% of its build time:
+/// SqueezeNet's non-tile kernels in one unit 0.52 s at -O3, 0.21 at these flags.
+inline constexpr const char *kTileOptFlags[] = {"-O2"};
+inline constexpr const char *kKernelOptFlags[] = {"-O2", "-fvect-cost-model=dynamic", "-funswitch-loops"};
 /// The cache directory of compiled kernels: $XDG_CACHE_HOME/uopc, else $HOME/.cache/uopc, else (no home)
 /// the per-user $TMPDIR/uopc-cache-<uid> (TMPDIR defaulting to /tmp). Before use it is created
 /// 0700 when missing and refused unless it is this user's directory, writable by no one else; a cached

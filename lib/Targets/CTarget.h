@@ -36,10 +36,10 @@ namespace uopc {
 /// A kernel in the pieces its outputs join (no output parses the C back): a kernel file is prelude, a blank
 /// line, then cFunction(declaration, body); `uopc --emit library` puts every helper once and each kernel's
 /// function made static (cFunction(..., true)) after its summary comment.
-/// The prelude line of a kernel that uopc-run builds at -O2, not -O3 (KernelCache.cpp): a register tile, whose
-/// lanes `omp simd` vectorizes at either level and whose unrolled outer lanes -O3 only makes gcc slower to
-/// compile (SqueezeNet's kernels: gcc's time halved, the tiles' speed the same within 6%); a kernel without
-/// one needs -O3's vectorizer (SqueezeNet's max pool 8x slower at -O2).
+/// The prelude line of a kernel that uopc-run builds at plain -O2 (KernelCache.h: kTileOptFlags): a register
+/// tile, whose lanes `omp simd` vectorizes and whose unrolled outer lanes -O3 only made gcc slower to compile
+/// (SqueezeNet's kernels: gcc's time halved, the tiles' speed the same within 6%); a kernel without one gets
+/// the vectorizer's dynamic cost model and loop unswitching as well (kKernelOptFlags).
 inline constexpr const char *kBuildAtO2Line = "/* uopc-run: -O2 */";
 
 struct EmittedKernel {

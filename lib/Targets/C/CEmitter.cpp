@@ -603,7 +603,8 @@ struct Emitter {
     if (simdLanes) use(Helper::SimdLanes), hint = "UOPC_SIMD_LANES ";
     // lanes run as copies of the body: an UNROLL range, and a register tile's outer lanes (tileOuterLoops)
     bool tileOuter = loopCount < tileOuterLoops.size() && tileOuterLoops[loopCount];
-    if (isUnrollRange(u) || tileOuter) use(Helper::Unroll), hint = "UOPC_UNROLL(" + n.v + ") ";
+    bool window = loopCount < windowLoops.size() && windowLoops[loopCount];
+    if (isUnrollRange(u) || tileOuter || window) use(Helper::Unroll), hint = "UOPC_UNROLL(" + n.v + ") ";
     ++loopCount;
     line(hint + "for (" + computeType(u->dtype) + " " + name + " = " + from + "; " + name + " < " + to + "; " + name + "++) {");
     ++depth;
@@ -640,8 +641,46 @@ struct Emitter {
   /// UPCAST loop: unrolling the 32- and 64-lane loops that are no vector loop, a tile's stores to an NCHW
   /// output, made gcc take 6-8 s a kernel.)
   std::vector<bool> tileOuterLoops;
+  /// per RANGE item: a pooling window's loop (windowLoops), unrolled
+  std::vector<bool> windowLoops;
   size_t loopCount = 0;
 };
+
+/// Per RANGE item of `items` (in order, as laneLoops): whether it is a reduction loop of 2 to 5 iterations
+/// (a 3x3 pooling window's rows or columns, a 5-channel LRN window) with no loop inside but others like it
+/// and vector lanes. gcc -O2 then unrolls it before it vectorizes, as -O3 does on its own, and vectorizes
+/// the loop around it: SqueezeNet's first 3x3 max pool, two threads, 130-139 us at -O3, 365 at -O2 as a
+/// loop, about 124 unrolled (with kKernelOptFlags). A register tile's window loops, around its unrolled
+/// outer lanes, stay loops.
+std::vector<bool> windowLoops(std::span<const UOp *const> items, const std::vector<bool> &laneLoops) {
+  std::vector<bool> out;
+  std::vector<size_t> rangeIndex(items.size(), SIZE_MAX); // item -> its number among the RANGE items
+  for (size_t i = 0, k = 0; i < items.size(); ++i)
+    if (items[i]->op == Op::RANGE) rangeIndex[i] = k++;
+  auto small = [](const UOp *r) {
+    auto n = r->src(0)->op == Op::CONST ? constBound(r->src(0)) : std::nullopt;
+    return r->arg && r->arg->kind == ArgKind::Tuple && r->arg->count >= 2 && r->arg->elems()[1]->kind == ArgKind::AxisType &&
+           r->arg->elems()[1]->axisType() == AxisType::REDUCE && n && *n >= 2 && *n <= 5;
+  };
+  for (size_t i = 0; i < items.size(); ++i) {
+    const UOp *r = items[i];
+    if (r->op != Op::RANGE) continue;
+    bool ok = small(r);
+    size_t depth = 0;
+    for (size_t j = i + 1; ok && j < items.size(); ++j) {
+      const UOp *u = items[j];
+      if (u->op == Op::RANGE) {
+        ++depth;
+        ok = small(u) || laneLoops[rangeIndex[j]];
+      } else if (u->op == Op::END) {
+        if (depth == 0) break; // its own
+        --depth;
+      }
+    }
+    out.push_back(ok);
+  }
+  return out;
+}
 
 /// Per RANGE item of `items` (in order, as laneLoops): whether it is an UPCAST loop of constant size whose
 /// loops inside are all vector lanes (laneLoops) and one of them updates an accumulator (a STORE to a
@@ -690,6 +729,7 @@ EmittedKernel emitCKernel(Context &ctx, const UOp *call, int64_t deviceNum, std:
   k.symbol = sanitizeCName(name);
   em.laneLoops = independentLaneLoops(linearItems(linear));
   em.tileOuterLoops = tileOuterLoops(linearItems(linear), em.laneLoops);
+  em.windowLoops = windowLoops(linearItems(linear), em.laneLoops);
   renderItems(linearItems(linear), em);
   if (em.depth != 1) fail("C target: the LINEAR items leave a loop open");
 
