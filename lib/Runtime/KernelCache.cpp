@@ -15,6 +15,7 @@
 #include <thread>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -133,16 +134,51 @@ Job spawn(std::vector<std::string> argv, const fs::path &log) {
   return {pid, log};
 }
 
-/// Waits for `job`; on failure, fails with its log (shortened).
-void finish(const Job &job, const fs::path &dir) {
-  int status = 0;
-  while (waitpid(job.pid, &status, 0) < 0 && errno == EINTR) {
-  }
+/// Fails with `job`'s log (shortened) unless its wait status says it succeeded.
+void checkExit(const Job &job, int status, const fs::path &dir) {
   std::error_code ec;
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     std::string msg = fs::exists(job.log, ec) ? readWhole(job.log.string(), "compiler log") : "";
     if (msg.size() > 2000) msg = msg.substr(0, 2000) + "...";
     fail("the C compiler failed on the kernels of '" + dir.string() + "':\n" + msg);
+  }
+}
+
+/// Waits for `job`; on failure, fails with its log (shortened).
+void finish(const Job &job, const fs::path &dir) {
+  int status = 0;
+  while (waitpid(job.pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  checkExit(job, status, dir);
+}
+
+/// Waits for whichever of `running` ends first and removes it; on its failure, waits for the others too
+/// (no compiler outlives its working directory), then fails with its log. (The first to end, not the oldest:
+/// with two cores, SqueezeNet's second tile unit ended 0.08 s before the first, and its core stayed idle.)
+void finishAny(std::deque<Job> &running, const fs::path &dir) {
+  for (;;) {
+    for (auto it = running.begin(); it != running.end(); ++it) {
+      int status = 0;
+      pid_t r = waitpid(it->pid, &status, WNOHANG);
+      if (r == 0 || (r < 0 && errno == EINTR)) continue;
+      if (r < 0) status = -1; // (cannot wait for it: a failure)
+      Job job = *it;
+      running.erase(it);
+      try {
+        checkExit(job, status, dir);
+      } catch (const Error &) {
+        for (const Job &j : running) {
+          int ignored = 0;
+          while (waitpid(j.pid, &ignored, 0) < 0 && errno == EINTR) {
+          }
+        }
+        running.clear();
+        throw;
+      }
+      return;
+    }
+    struct timespec pause{0, 1000000}; // 1 ms
+    nanosleep(&pause, nullptr);
   }
 }
 
@@ -227,13 +263,11 @@ void build(const fs::path &cache, const fs::path &so, const std::string &key, co
   std::vector<fs::path> objects;
   std::deque<Job> running;
   for (size_t i = 0; i < sources.size(); ++i) {
-    if (running.size() >= jobs) {
-      finish(running.front(), dir);
-      running.pop_front();
-    }
+    if (running.size() >= jobs) finishAny(running, dir);
     objects.push_back(fs::path(work) / ("k" + std::to_string(i) + ".o"));
     std::vector<std::string> argv = common;
-    if (atO2[i]) argv.insert(argv.end(), std::begin(kTileOptFlags), std::end(kTileOptFlags));
+    if (i + 1 == sources.size()) argv.insert(argv.end(), std::begin(kEntryOptFlags), std::end(kEntryOptFlags));
+    else if (atO2[i]) argv.insert(argv.end(), std::begin(kTileOptFlags), std::end(kTileOptFlags));
     else argv.insert(argv.end(), std::begin(kKernelOptFlags), std::end(kKernelOptFlags));
     argv.insert(argv.end(), {"-c", sources[i].string(), "-o", objects.back().string()});
     running.push_back(spawn(argv, fs::path(work) / ("cc" + std::to_string(i) + ".log")));
@@ -284,12 +318,13 @@ std::string kernelCacheDir() {
 fs::path cachedKernelObject(const fs::path &dir, const std::vector<std::string> &files, const std::string &entry,
                             const std::string &cpu) {
   Hasher h;
-  h.add("uopc-run kernels v4"); // v2: the kernels compiled in units of several files; v3: -O2 units apart;
-  // v4: no -O3
+  h.add("uopc-run kernels v5"); // v2: the kernels compiled in units of several files; v3: -O2 units apart;
+  // v4: no -O3; v5: the entry points at -O0
   h.add(cCompiler());
   for (const char *f : kKernelCFlags) h.add(f);
   for (const char *f : kTileOptFlags) h.add(std::string("tile ") + f);
   for (const char *f : kKernelOptFlags) h.add(std::string("other ") + f);
+  for (const char *f : kEntryOptFlags) h.add(std::string("entry ") + f);
   h.add("-march=" + cpu);
   h.add(entry);
   std::vector<std::string> texts;
