@@ -114,7 +114,8 @@ struct Emitter {
   struct Acc {
     llvm::AllocaInst *value = nullptr, *ok = nullptr; ///< [count x T] and [count x i1] with lanes
     Loop *outer = nullptr; ///< the loop the accumulator is defined in (nullptr: the function)
-    bool poisoned = false;
+    bool poisoned = false; ///< an Invalid lane was accumulated: `ok` exists (ensureOk)
+    llvm::Instruction *initEnd = nullptr; ///< the last instruction setting `value` to the identity
     std::vector<const UOp *> lanes; ///< an array accumulator's lanes (IR/Kernel.h), empty for a scalar
     int64_t count = 1;
   };
@@ -128,7 +129,8 @@ struct Emitter {
       k = b.CreateAdd(k, b.CreateMul(ext64(val(r).v, r->dtype), b.getInt64(stride)));
     }
     return {b.CreateInBoundsGEP(llvm::ArrayType::get(T, static_cast<uint64_t>(a.count)), a.value, {b.getInt64(0), k}),
-            b.CreateInBoundsGEP(llvm::ArrayType::get(b.getInt1Ty(), static_cast<uint64_t>(a.count)), a.ok, {b.getInt64(0), k})};
+            a.ok ? b.CreateInBoundsGEP(llvm::ArrayType::get(b.getInt1Ty(), static_cast<uint64_t>(a.count)), a.ok, {b.getInt64(0), k})
+                 : nullptr};
   }
   std::unordered_map<const UOp *, Acc> accs;
   KernelABI abi; ///< the function's arguments
@@ -803,22 +805,37 @@ struct Emitter {
     a.lanes = accumulatorLanes(u);
     a.count = laneCount(a.lanes);
     llvm::Type *T = computeType(dt);
-    if (a.lanes.empty()) {
-      a.value = makeAlloca(T, "acc");
-      a.ok = makeAlloca(b.getInt1Ty(), "acc.ok");
-    } else { // one slot per lane, set one by one (SROA makes registers of them once the lanes are unrolled)
-      a.value = makeAlloca(llvm::ArrayType::get(T, static_cast<uint64_t>(a.count)), "acc");
-      a.ok = makeAlloca(llvm::ArrayType::get(b.getInt1Ty(), static_cast<uint64_t>(a.count)), "acc.ok");
-    }
+    // one slot per lane, set one by one (SROA makes registers of them once the lanes are unrolled); an
+    // identity of zero bytes (a sum's) with one memset: a 32 x 3 tile's 96 stores were half its IR and a
+    // large part of LLVM's time on it
+    a.value = makeAlloca(a.lanes.empty() ? T : llvm::ArrayType::get(T, static_cast<uint64_t>(a.count)), "acc");
     a.outer = open.empty() ? nullptr : open.back();
     Value *init = literal(dt, interp::reduceIdentity(op, dt));
-    for (int64_t k = 0; k < a.count; ++k) {
-      Value *v = a.lanes.empty() ? a.value : b.CreateConstInBoundsGEP2_64(a.value->getAllocatedType(), a.value, 0, static_cast<uint64_t>(k));
-      Value *o = a.lanes.empty() ? a.ok : b.CreateConstInBoundsGEP2_64(a.ok->getAllocatedType(), a.ok, 0, static_cast<uint64_t>(k));
-      b.CreateStore(init, v);
-      b.CreateStore(b.getTrue(), o);
+    auto *constant = llvm::dyn_cast<llvm::Constant>(init);
+    if (a.count > 1 && constant && constant->isNullValue()) {
+      a.initEnd = b.CreateMemSet(a.value, b.getInt8(0), mod.getDataLayout().getTypeAllocSize(a.value->getAllocatedType()),
+                                 a.value->getAlign());
+    } else {
+      for (int64_t k = 0; k < a.count; ++k) {
+        Value *v = a.lanes.empty() ? a.value : b.CreateConstInBoundsGEP2_64(a.value->getAllocatedType(), a.value, 0, static_cast<uint64_t>(k));
+        a.initEnd = b.CreateStore(init, v);
+      }
     }
     accs[u] = a;
+  }
+  /// The validity flags of `a`, all true where its value was set to the identity, made at the first Invalid
+  /// lane accumulated (an accumulator that never sees one has none: no stores for LLVM to remove).
+  void ensureOk(Acc &a) {
+    if (a.ok) return;
+    a.ok = makeAlloca(a.lanes.empty() ? static_cast<llvm::Type *>(b.getInt1Ty())
+                                      : llvm::ArrayType::get(b.getInt1Ty(), static_cast<uint64_t>(a.count)),
+                      "acc.ok");
+    llvm::IRBuilderBase::InsertPointGuard keep(b);
+    b.SetInsertPoint(a.initEnd->getParent(), std::next(a.initEnd->getIterator()));
+    for (int64_t k = 0; k < a.count; ++k) {
+      Value *o = a.lanes.empty() ? a.ok : b.CreateConstInBoundsGEP2_64(a.ok->getAllocatedType(), a.ok, 0, static_cast<uint64_t>(k));
+      b.CreateStore(b.getTrue(), o);
+    }
   }
   /// STORE(REDUCE u, x): acc = acc <op> x.
   void accumulate(const UOp *u, const UOp *xu) {
@@ -829,6 +846,7 @@ struct Emitter {
     DType dt = u->dtype;
     llvm::Type *T = computeType(dt);
     Val x = val(xu);
+    if (x.ok) ensureOk(acc);
     auto [slot, okSlot] = accSlot(acc, T);
     Value *cur = b.CreateLoad(T, slot);
     Value *step;
