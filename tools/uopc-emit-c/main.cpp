@@ -41,8 +41,9 @@ int main(int argc, char **argv) {
     Graph g = readGraphFile(graph);
     std::ostringstream out, err;
     std::vector<PipelineEntry> ran = parsePipeline(pipeline);
-    runPipeline(g, ran, {}, out, err);
-    runRenderingTail(g, PassTarget::forTarget("c"), ran, /*withSchedule=*/false);
+    PassTarget passTarget = PassTarget::forTarget("c");
+    runPipeline(g, ran, {}, out, err, passTarget);
+    runRenderingTail(g, passTarget, ran, /*withSchedule=*/false);
     std::unique_ptr<Renderer> renderer = makeRenderer(targetInfo(Target::C), options);
     int n = 0;
     for (const UOp *u : toposort(g.root)) {

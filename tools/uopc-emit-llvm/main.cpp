@@ -51,10 +51,12 @@ int main(int argc, char **argv) {
     Graph g = readGraphFile(graph);
     std::ostringstream out, err;
     std::vector<PipelineEntry> ran = parsePipeline(pipeline);
-    runPipeline(g, ran, {}, out, err);
     if (ptx) options.gridOnHost = false; // (--ptx wins over --grid-on-host)
     const TargetInfo &target = targetInfo(ptx ? Target::PTX : Target::LLVM);
-    runRenderingTail(g, PassTarget::forTarget(target.name, options.gridOnHost), ran, /*withSchedule=*/false);
+    // the pipeline's passes see the target too (a custom pipeline's gpu-map maps to the PTX grid)
+    PassTarget passTarget = PassTarget::forTarget(target.name, options.gridOnHost);
+    runPipeline(g, ran, {}, out, err, passTarget);
+    runRenderingTail(g, passTarget, ran, /*withSchedule=*/false);
     std::unique_ptr<Renderer> renderer = makeRenderer(target, options);
     int n = 0;
     for (const UOp *u : toposort(g.root)) {
