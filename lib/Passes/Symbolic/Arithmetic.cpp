@@ -56,8 +56,8 @@ V divOfMask(S &s) {
 /// epilogue 2x faster). Exponents beyond 2^31 in size (or not finite) stay POW.
 /// Beyond tinygrad: c = n + 0.25 -> x ** n * sqrt(sqrt(x)) and c = n + 0.75 -> x ** n * (sqrt(x) *
 /// sqrt(sqrt(x))), within 2 ulp of pow and vectorized (local response normalization's x ** 0.75: Inception
-/// v1's two LRN kernels 458 -> 222 and 1195 -> 500 us, 2 threads, where libm's powf left the 55-wide rows'
-/// tails scalar); x = -inf, the one input where the square roots' NaN is not pow's value, gives pow's +inf.
+/// v1's two LRN kernels on C 433 -> 220 and 1150-1210 -> 460-475 us, 2 threads, where libm's powf left the
+/// 55-wide rows' tails scalar: docs/targets.md); x = -inf, the one input where the square roots' NaN is not pow's value, gives pow's +inf.
 V powOfConst(S &s) {
   V x = s["x"];
   const Arg *a = s["c"]->arg;
@@ -70,8 +70,8 @@ V powOfConst(S &s) {
   if (std::trunc(e - 0.5) + 0.5 == e) return pw(x, e - 0.5) * x.alu(Op::SQRT);
   double q = e - std::trunc(e);
   if (q == 0.25 || q == 0.75) {
-    V r = x.alu(Op::SQRT).alu(Op::SQRT);
-    if (q == 0.75) r = x.alu(Op::SQRT) * r;
+    V sq = x.alu(Op::SQRT), r = sq.alu(Op::SQRT);
+    if (q == 0.75) r = sq * r;
     auto k = [&](double v) { return x.wrap(s.ctx().constFloat(x.dt(), v)); };
     return x.alu(Op::CMPNE, k(-INFINITY)).where(pw(x, std::trunc(e)) * r, k(INFINITY));
   }
