@@ -28,10 +28,16 @@ std::string cCompiler();
 /// for Intel's AVX-512 server CPUs prefers 32 bytes); elsewhere it changes nothing. On this project's
 /// Sapphire Rapids machine: sp_mm_1024 19.5-20.0 -> 16.2 ms, sp_softmax_2048 2.6-2.9 -> 1.9-2.2 ms, the GPT
 /// block 24-26 -> 20.5-21.6 ms, conv2d unchanged (best of 5, the same kernels alternating).
+/// --param=avoid-fma-max-bits=0: every multiply feeding an add contracted, whatever the CPU's tuning. gcc 12
+/// tunes an AMD Zen (-march=native on Zen 5 is znver3's tuning) to keep a loop's accumulation chains of up to
+/// 256-bit vectors a multiply and an add, so that which sums were fused, and their last bits, depended on the
+/// CPU and on the vector width gcc picked per loop (a split kernel's pieces against the unsplit one:
+/// optimize.test). On this project's Zen 5, 2 threads, 3 alternating rounds: ShuffleNet and ResNet-50 within
+/// the rounds' noise (4.2-5.4 against 4.4-4.7 ms, 25-32 against 29-33 ms). clang ignores it (a warning).
 inline constexpr const char *kKernelCFlags[] = {"-std=c11",           "-shared",      "-fPIC",
                                                 "-fno-math-errno", "-fno-trapping-math", "-fopenmp-simd",
                                                 "-DUOPC_OMP_SIMD", "-mprefer-vector-width=512",
-                                                "-ffp-contract=fast"};
+                                                "-ffp-contract=fast", "--param=avoid-fma-max-bits=0"};
 /// The optimization level, per kernel: a register tile (the emitter's kBuildAtO2Line) at -O2, whose lanes
 /// `omp simd` vectorizes and whose unrolled outer lanes -O3 only made gcc slower to build; every other kernel
 /// at -O2 with the two parts of -O3 its loops need: the vectorizer's dynamic cost model (-O2's very cheap one

@@ -608,10 +608,44 @@ int64_t laneAmount(int64_t n, int64_t vec, bool inside) {
   return 0;
 }
 
+/// A 1x1 convolution's rows and columns merged into one loop (merge:a) whose pixels are not a whole number
+/// of vectors, for a kernel whose channel tile would have under a vector of lanes (ShuffleNet's groups of 34
+/// and 68 channels: 2 and 4 lanes): the merged loop cut at its last whole vector (two where that leaves a
+/// rest: 196 = 192 + 4 pixels), that piece vector-tiled along the pixels, the rest a piece of its own. The opts
+/// (merge, split, the pixels' block, the tile's), nullopt where no loop pair qualifies or the tile is no
+/// plain one.
+std::optional<std::vector<Opt>> remainderMergedTile(Context &c, const Shape &s,
+                                                    const std::vector<std::vector<std::optional<int64_t>>> &strides,
+                                                    int64_t vec, const PassTarget &target) {
+  for (size_t a = s.axes.size() - 1; a-- > 0;) {
+    if (s.sizes[a] == 1 || s.sizes[a + 1] == 1) continue;
+    int64_t merged = s.sizes[a] * s.sizes[a + 1];
+    if (merged < 8 * vec || !mergeable(s, strides, a)) continue;
+    std::optional<Shape> m = mergedShape(c, s, a);
+    int64_t main = merged % vec == 0 ? merged : merged / (2 * vec) * (2 * vec);
+    if (m && main < merged) m = pieceShape(c, *m, a, 0, main);
+    if (!m) continue;
+    std::vector<Opt> tile = chooseOpts(c, *m, target, false, false, false);
+    tile.erase(std::remove_if(tile.begin(), tile.end(), [](const Opt &o) { return o.kind == Opt::Block; }), tile.end());
+    auto up = std::find_if(tile.begin(), tile.end(), [&](const Opt &o) { return o.kind == Opt::Upcast && o.axis == a; });
+    bool plain = std::all_of(tile.begin(), tile.end(), [](const Opt &o) { return o.kind == Opt::Upcast || o.kind == Opt::Unroll; });
+    // (a register tile: the pixels' vectors and the channels' reuse; not a strip of one loop, a local
+    // response normalization's window)
+    bool reuse = std::any_of(tile.begin(), tile.end(), [&](const Opt &o) { return o.kind == Opt::Upcast && o.axis != a; });
+    if (up == tile.end() || !plain || !reuse || up->amount < vec || up->amount > 4 * vec) continue;
+    std::vector<Opt> opts{{Opt::Merge, a, 1, 0}};
+    if (main < merged) opts.push_back({Opt::Split, a, 0, main});
+    if (up->amount < main) opts.push_back({Opt::Block, a, up->amount, 0});
+    opts.insert(opts.end(), tile.begin(), tile.end());
+    return opts;
+  }
+  return std::nullopt;
+}
+
 /// The opts of level 2 for kernel shape s (see the file comment).
 } // namespace
 
-std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target, bool seams, bool groups) {
+std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target, bool seams, bool groups, bool merges) {
   if (s.reduces.empty() || s.reads.empty()) return {};
   // a concatenation's parts first (seamSplit), then the opts of the main piece (a grouped convolution's
   // part blocked by its groups: ShuffleNet's concatenation of a pooled input and a grouped convolution)
@@ -629,9 +663,18 @@ std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target
   }
   if (cut)
     if (auto piece = pieceShape(c, s, cut->axis, cut->amount, cut->hi)) {
-      std::vector<Opt> opts{*cut};
-      for (const Opt &o : chooseOpts(c, *piece, target, false, true)) { // (a grouped part: blocked)
-        if (o.kind == Opt::Split && o.axis == cut->axis) continue; // (one split a loop)
+      std::vector<Opt> inner = chooseOpts(c, *piece, target, false, true, merges); // (a grouped part: blocked)
+      // (a merge of other loops than the cut one first, as the opts must come; one of the cut loop, none)
+      if (std::any_of(inner.begin(), inner.end(), [&](const Opt &o) {
+            return o.kind == Opt::Merge && (o.axis == cut->axis || o.axis + 1 == cut->axis);
+          }))
+        inner = chooseOpts(c, *piece, target, false, true, false);
+      std::vector<Opt> opts;
+      for (const Opt &o : inner)
+        if (o.kind == Opt::Merge) opts.push_back(o);
+      opts.push_back(*cut);
+      for (const Opt &o : inner) {
+        if (o.kind == Opt::Merge || (o.kind == Opt::Split && o.axis == cut->axis)) continue; // (one split a loop)
         opts.push_back(o);
       }
       return opts;
@@ -641,12 +684,14 @@ std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target
     for (size_t a = 0; a < s.axes.size(); ++a)
       if (auto k = groupSize(s, a))
         if (auto blocked = blockedShape(c, s, a, *k)) {
-          std::vector<Opt> inner = chooseOpts(c, *blocked, target, false, false);
-          // (kept when the group's channels are tiled: laid out for the lanes or upcast as the reuse axis)
+          std::vector<Opt> inner = chooseOpts(c, *blocked, target, false, false, merges);
+          // (kept when the group's channels are tiled: laid out for the lanes or upcast as the reuse axis;
+          // the block after a merge of the pixels, which comes first)
           if (std::any_of(inner.begin(), inner.end(), [&](const Opt &o) {
                 return o.kind == Opt::Relayout || (o.kind == Opt::Upcast && o.axis == a);
               })) {
-            inner.insert(inner.begin(), Opt{Opt::Block, a, *k});
+            auto at = std::find_if(inner.begin(), inner.end(), [](const Opt &o) { return o.kind != Opt::Merge; });
+            inner.insert(at, Opt{Opt::Block, a, *k});
             return inner;
           }
         }
@@ -698,7 +743,7 @@ std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target
       for (size_t a = s.axes.size() - 1; a-- > 0;)
         if (int64_t merged = s.sizes[a] * s.sizes[a + 1]; merged >= 8 * vec && merged % (2 * vec) == 0 && mergeable(s, strides, a))
           if (auto m = mergedShape(c, s, a)) {
-            std::vector<Opt> tile = chooseOpts(c, *m, target, false, false);
+            std::vector<Opt> tile = chooseOpts(c, *m, target, false, false, false);
             // (the merged loop's own block below, by the tile's lanes, in place of a panel's)
             tile.erase(std::remove_if(tile.begin(), tile.end(), [](const Opt &o) { return o.kind == Opt::Block; }), tile.end());
             auto up = std::find_if(tile.begin(), tile.end(), [&](const Opt &o) { return o.kind == Opt::Upcast && o.axis == a; });
@@ -710,8 +755,16 @@ std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target
               return opts;
             }
           }
-    if (shortRow || padded)
-      if (auto opts = chooseChannelTile(c, s, strides, interior, vec, target)) return *opts;
+    if (shortRow || padded) {
+      std::optional<std::vector<Opt>> opts = chooseChannelTile(c, s, strides, interior, vec, target);
+      // (no channel tile or one of under a vector of lanes, channels none of them divide: the pixels' vector
+      // tile instead, a remainder cut off)
+      auto lanes = opts ? std::find_if(opts->rbegin(), opts->rend(), [](const Opt &o) { return o.kind == Opt::Upcast; })
+                        : std::vector<Opt>::reverse_iterator();
+      if (merges && shortRow && !padded && (!opts || (lanes != opts->rend() && lanes->amount < vec)))
+        if (auto m = remainderMergedTile(c, s, strides, vec, target)) return *m;
+      if (opts) return *opts;
+    }
   }
   // the vector axis
   std::optional<size_t> va;
@@ -800,6 +853,19 @@ std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target
     for (int64_t amt : {8, 4, 2})
       if (amt <= budget && sizes[*ra] % amt == 0) {
         reuse = amt;
+        break;
+      }
+  // (many channels that 8 does not divide: their largest divisor up to 24 that the tile's registers hold
+  // over two vectors of lanes, else one. ShuffleNet's groups of 34 and 68 channels: 17 x 2 vectors where 2 and
+  // 4 were all that divide; its 1x1 convolution 34 -> 34 per group at 28x28, 2 threads, C: 2 x 16 lanes
+  // 86-96 us, 17 x 8 101-131, 17 x 16 73-84. Not on LLVM, whose loop vectorizer takes the 17 channels for
+  // its vector, 2x slower)
+  if (ra && reuse < 8 && target.name != "llvm" && !interior[*va] && sizes[*ra] >= 32 && sizes[*ra] % 8 && vAmount <= 2 * vec &&
+      sizes[*va] % vec == 0)
+    for (int64_t d = 24; d > 8; --d)
+      if (sizes[*ra] % d == 0 && d * vec <= target.tileLanes) {
+        reuse = d;
+        vAmount = sizes[*va] % (2 * vec) == 0 && d * 2 * vec <= target.tileLanes ? 2 * vec : vec;
         break;
       }
   // (registers the tile leaves empty: three vectors of lanes where they fill the budget and divide the axis,

@@ -64,8 +64,9 @@ struct Shape {
 std::optional<Shape> shapeOf(const UOp *sink);
 
 /// The opts of level 2 for kernel shape s (Choose.cpp; Optimize.cpp's file comment says what it chooses).
-/// `seams`, `groups`: whether a concatenation's seams and a grouped convolution's blocks may be chosen (off
-/// for the pieces those already cut).
-std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target, bool seams = true, bool groups = true);
+/// `seams`, `groups`, `merges`: whether a concatenation's seams, a grouped convolution's blocks and a merge of
+/// two output loops may be chosen (off for the pieces those already cut).
+std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target, bool seams = true, bool groups = true,
+                            bool merges = true);
 
 } // namespace uopc::optimize

@@ -1,0 +1,14 @@
+# Two 1x1 convolutions at 14x14 (196 pixels, no whole number of vectors) with batchnorm-like scale and shift
+# and ReLU (tinygrad 0.14.0). `grouped` (group-merge.json): 68 -> 68 channels in 2 groups of 34, as ShuffleNet's
+# second stage has them (34 = 2 x 17: no lane count and no reuse upcast of 4 or 8 divides them). `plain`
+# (plain-1x1.json): 64 -> 64, ungrouped (64 channels: a channel tile of whole vectors).
+import sys
+from tinygrad import Tensor
+import uopc_tinygrad
+Tensor.manual_seed(0)
+grouped = sys.argv[2] == "grouped"
+c, g = (68, 2) if grouped else (64, 1)
+w = Tensor.randn(c, c // g, 1, 1).realize(); s = Tensor.rand(c, 1, 1).realize(); b = Tensor.randn(c, 1, 1).realize()
+def conv(x):
+    return (x.conv2d(w, groups=g) * s + b).relu()
+uopc_tinygrad.export(conv, Tensor.randn(1, c, 14, 14).realize(), out=sys.argv[1])
