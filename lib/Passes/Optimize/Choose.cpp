@@ -363,7 +363,9 @@ bool mergeable(const Shape &s, const std::vector<std::vector<std::optional<int64
   if (!fits(indexStride(idx, s.axes[a]), inner) || inner == std::optional<int64_t>(0)) return false;
   if (!conditionsOf(s.reads).empty()) return false;
   for (const UOp *x : toposort(s.store->src(1)))
-    if (x->op == Op::WHERE && x->src(0)->dtype == DType::Bool && !readsData(x->src(0))) return false; // (a selection by position)
+    if (x->op == Op::WHERE && x->src(0)->dtype == DType::Bool && !readsData(x->src(0)) &&
+        (indexStride(x->src(0), s.axes[a]) != std::optional<int64_t>(0) || indexStride(x->src(0), s.axes[a + 1]) != std::optional<int64_t>(0)))
+      return false; // (a selection by position along them; one by a group, constant along both, stays)
   return true;
 }
 

@@ -1,14 +1,19 @@
 # Two 1x1 convolutions at 14x14 (196 pixels, no whole number of vectors) with batchnorm-like scale and shift
 # and ReLU (tinygrad 0.14.0). `grouped` (group-merge.json): 68 -> 68 channels in 2 groups of 34, as ShuffleNet's
 # second stage has them (34 = 2 x 17: no lane count and no reuse upcast of 4 or 8 divides them). `plain`
-# (plain-1x1.json): 64 -> 64, ungrouped (64 channels: a channel tile of whole vectors).
+# (plain-1x1.json): 64 -> 64, ungrouped (64 channels: a channel tile of whole vectors). `concat`
+# (group-concat.json): 136 -> 136 in 4 groups of 34 over the ReLU of a concatenation of two 68-channel
+# inputs, two groups each (ShuffleNet's unit after a stride-2 one): its reads select their part by the group.
 import sys
 from tinygrad import Tensor
 import uopc_tinygrad
 Tensor.manual_seed(0)
-grouped = sys.argv[2] == "grouped"
-c, g = (68, 2) if grouped else (64, 1)
+c, g = {"grouped": (68, 2), "plain": (64, 1), "concat": (136, 4)}[sys.argv[2]]
 w = Tensor.randn(c, c // g, 1, 1).realize(); s = Tensor.rand(c, 1, 1).realize(); b = Tensor.randn(c, 1, 1).realize()
 def conv(x):
     return (x.conv2d(w, groups=g) * s + b).relu()
-uopc_tinygrad.export(conv, Tensor.randn(1, c, 14, 14).realize(), out=sys.argv[1])
+if sys.argv[2] == "concat":
+    uopc_tinygrad.export(lambda a, b: conv(a.cat(b, dim=1).relu()), Tensor.randn(1, 68, 14, 14).realize(),
+                         Tensor.randn(1, 68, 14, 14).realize(), out=sys.argv[1])
+else:
+    uopc_tinygrad.export(conv, Tensor.randn(1, c, 14, 14).realize(), out=sys.argv[1])
