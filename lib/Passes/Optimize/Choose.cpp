@@ -384,6 +384,9 @@ int64_t weightPanelBytes(const Shape &s, const std::vector<size_t> &weights, int
   return total;
 }
 
+double reductionWork(const std::optional<Shape> &s);
+double outputSize(const Shape &s);
+
 /// The channel tile: a kernel whose reductions read one or more buffers (weights) that move along an output
 /// loop `oa` (a convolution's output channels, a dense layer's outputs) while every other read stays put along
 /// it, and whose consecutive output loop is too short for the vector tile (a convolution's 56, 28, 14 or 7
@@ -426,6 +429,15 @@ std::optional<std::vector<Opt>> chooseChannelTile(Context &c, const Shape &s,
     // at 56x56 2.98 -> 1.68 ms, the 3x3 one 128 -> 128 at 28x28 3.28 -> 1.38)
     for (int64_t l : {8 * vec, 4 * vec, 2 * vec, vec})
       if (!lanes && n % l == 0 && l * static_cast<int64_t>(elem) <= 128 && (tileLanes / (l * live) >= 3 || l == vec)) lanes = l;
+    // (a reduction of under 64 terms into channels whose planes lie 128 or more elements apart, a first
+    // convolution's 27 terms or an expand layer's 16-48: two vectors of lanes at most, the tile's stores
+    // spread over half as many planes. SqueezeNet, C, 2 threads on Zen 5: its 3x3 stride-2 convolution
+    // 3 -> 64 at 111x111 32 x 11 lanes 764-990 us, 16 lanes 403-485 (x 5, 11 or 22 pixels); its 1x1 ones at
+    // 55x55 139-148 -> 111-117, at 13x13 74-86 -> 71-73; the network 5.9-6.3 -> 5.3-5.5 ms. ResNet-50's and
+    // AlexNet's first convolutions, 147 and 363 terms, keep 32: 16 lanes took 10-30% longer)
+    auto plane = indexStride(s.store->src(0)->src(1), s.axes[oa]);
+    if (lanes > 2 * vec && n % (2 * vec) == 0 && plane && *plane >= 128 && reductionWork(s) < 64.0 * outputSize(s))
+      lanes = 2 * vec;
     // half a vector only for many channels none of those divide (ShuffleNet's groups of 68)
     if (!lanes && vec >= 2 && n >= 4 * vec && n % (vec / 2) == 0) lanes = vec / 2;
     if (!lanes) continue;
