@@ -869,6 +869,12 @@ std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target
     if (interior[a] && a != *va) opts.push_back({Opt::Split, a, interior[a]->first, interior[a]->second});
   if (interior[*va]) opts.push_back({Opt::Split, *va, interior[*va]->first, interior[*va]->second});
   if (!ra && !interior[*va]) vAmount = stripLanes(s, strides, *va, vAmount, sizes[*va], static_cast<int64_t>(elem), target);
+  // (no reuse axis over a padded row's interior, a depthwise convolution's or a 3x3 max pool's: the
+  // interior's whole vectors in one upcast, up to four. C, 2 threads on Zen 5, alternating: ShuffleNet's 3x3
+  // depthwise convolutions at 28x28 63-67 -> 60-65 us (8 lanes a loop of 3 -> 24 lanes), Inception v1's and
+  // v2's 3x3 max pools at 28x28 76-91 -> 68-88)
+  if (!ra && interior[*va] && sizes[*va] % vAmount == 0 && sizes[*va] > vAmount && sizes[*va] <= 4 * vec)
+    vAmount = sizes[*va];
   // (room for twice the accumulators: the vector axis's lanes doubled, the reuse axis's upcast kept, for a
   // reduction long enough to pay for them: a matmul's, not VGG-19's first convolution's 27)
   if (ra && !interior[*va] && target.accumulatorLanes >= 2 * 8 * vAmount && vAmount == 2 * vec &&
