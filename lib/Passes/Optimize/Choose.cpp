@@ -436,8 +436,8 @@ std::optional<std::vector<Opt>> chooseChannelTile(Context &c, const Shape &s,
     // 55x55 139-148 -> 111-117, at 13x13 74-86 -> 71-73; the network 5.9-6.3 -> 5.3-5.5 ms. ResNet-50's and
     // AlexNet's first convolutions, 147 and 363 terms, keep 32: 16 lanes took 10-30% longer)
     auto plane = indexStride(s.store->src(0)->src(1), s.axes[oa]);
-    if (lanes > 2 * vec && n % (2 * vec) == 0 && plane && *plane >= 128 && reductionWork(s) < 64.0 * outputSize(s))
-      lanes = 2 * vec;
+    bool shortReduction = plane && *plane >= 128 && reductionWork(s) < 64.0 * outputSize(s);
+    if (lanes > 2 * vec && n % (2 * vec) == 0 && shortReduction) lanes = 2 * vec;
     // (channels that only one vector of lanes or less divides, many of them: the lanes of four or two vectors
     // over all but the last few, those a piece of their own (split:oa:0:CUT) that reads the same re-laid-out
     // weights. SqueezeNet's classifier, 512 -> 1000 channels at 13x13, C, 2 threads on Zen 5: 8 lanes 1.64-1.79
@@ -493,6 +493,11 @@ std::optional<std::vector<Opt>> chooseChannelTile(Context &c, const Shape &s,
     auto fit = [&](int64_t span) {
       int64_t amt = 1, cut = 0;
       int64_t most = lanes <= vec ? (span <= 16 ? span : 8) : budget;
+      // (a short reduction's tile at most 16 pixels, fewer for gcc to build: SqueezeNet, C, 2 threads on Zen
+      // 5, alternating, its first convolution (27 terms) 16 x 11 lanes 275-339 us against 306-367 for 16 x 22,
+      // gcc 0.12 s against 0.20 for its kernel; the first run's build 0.64-0.66 -> 0.57 s, the network within
+      // noise, 3.59-3.68 against 3.63-3.74 ms)
+      if (shortReduction) most = std::min<int64_t>(most, 16);
       for (int64_t a = std::min<int64_t>(most, budget); a >= 2; --a)
         if (span >= a && span / a * a > cut && (a >= 4 || cut == 0)) amt = a, cut = span / a * a;
       return std::pair{amt, cut};
