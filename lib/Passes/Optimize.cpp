@@ -87,18 +87,19 @@ struct Optimizer {
   struct Relayout {
     int64_t slot, rows, stride, lanes;
     const UOp *param; ///< the kernel's PARAM of W
+    int64_t restSlot = -1; ///< the argument a rest piece reads W itself through (relayoutRestPiece), -1: none
   };
 
   /// relayout:AXIS:SLOT in piece p, after its upcasts: each read W[stride*(o*lanes + l) + rest] (o AXIS's outer
   /// loop, l its lanes) becomes Q[o*stride*lanes + rest*lanes + l] of the re-laid-out copy Q.
   template <typename Bad>
-  bool relayoutPiece(Piece &p, const Opt &o, std::vector<Relayout> &out, Bad bad) {
+  bool relayoutPiece(Piece &p, const Opt &o, std::vector<Relayout> &out, size_t nargs, Bad bad) {
     bool reads = false;
     for (const UOp *u : toposort(p.store))
       reads |= u->op == Op::INDEX && u->src(0)->op == Op::PARAM && ParamArg::slotOf(u->src(0)->arg) == o.amount;
     if (!reads) return false;
     auto it = p.upcastOf.find(o.axis);
-    if (it == p.upcastOf.end()) return relayoutRestPiece(p, o, out, bad);
+    if (it == p.upcastOf.end()) return relayoutRestPiece(p, o, out, nargs, bad);
     auto [outer, lane] = it->second;
     int64_t n = static_cast<int64_t>(*constBound(lane->src(0)));
     std::unordered_map<const UOp *, const UOp *> sub;
@@ -137,7 +138,7 @@ struct Optimizer {
       if (found != out.end() && (found->stride != *st || found->lanes != n))
         bad("the pieces of the kernel read the buffer differently");
       if (found == out.end()) out.push_back({o.amount, rows, *st, n, W});
-      else found->rows = std::max(found->rows, rows);
+      else if (found->rows != rows) bad("the pieces of the kernel read the buffer differently");
       const UOp *q = c.make(Op::PARAM, W->dtype, {c.constInt(W->src(0)->dtype, rows * *st)}, W->arg);
       const UOp *ni = c.make(Op::ADD, dt, {c.make(Op::MUL, dt, {rest, c.constInt(dt, n)}), lane});
       sub[u] = c.make(Op::INDEX, u->dtype, {q, simplified(c.make(Op::ADD, dt, {blocks, ni}))}, u->arg, u->tag);
@@ -147,49 +148,22 @@ struct Optimizer {
   }
 
   /// relayout:AXIS:SLOT in a piece whose loop AXIS is not upcast (a split's rest, fewer channels than the
-  /// lanes: SqueezeNet's classifier, 1000 = 992 + 8): each read W[i] of row i / stride, element i % stride,
-  /// becomes Q[(row / lanes) * stride * lanes + element * lanes + row % lanes], the layout the upcast pieces
-  /// read (their relayout, already made: `out`); the copy's rows then cover this piece's too, rounded up to
-  /// whole lanes (the copy writes zeros past W's rows).
+  /// lanes: SqueezeNet's classifier, 1000 = 992 + 8): the piece reads W as it is, through an argument of its
+  /// own (`nargs`, appended: runOptimize passes W there), so that the copy stays a permutation of the rows
+  /// the upcast pieces read (which a library with its weights inside applies at compile time).
   template <typename Bad>
-  bool relayoutRestPiece(Piece &p, const Opt &o, std::vector<Relayout> &out, Bad bad) {
+  bool relayoutRestPiece(Piece &p, const Opt &o, std::vector<Relayout> &out, size_t nargs, Bad bad) {
     auto found = std::find_if(out.begin(), out.end(), [&](const Relayout &r) { return r.slot == o.amount; });
     if (found == out.end()) bad("the loop is not upcast in the piece that reads the buffer first");
-    const int64_t st = found->stride, n = found->lanes;
+    found->restSlot = static_cast<int64_t>(nargs);
+    ParamArg pa = ParamArg::decode(found->param->arg);
+    pa.slot = nargs;
+    const UOp *w = c.make(Op::PARAM, found->param->dtype, {found->param->src(0)}, pa.encode(c));
     std::unordered_map<const UOp *, const UOp *> sub;
-    int64_t rows = found->rows;
-    for (const UOp *u : toposort(p.store)) {
-      if (u->op != Op::INDEX || u->src(0)->op != Op::PARAM || ParamArg::slotOf(u->src(0)->arg) != o.amount) continue;
-      if (u->nsrc != 2) bad("the read is gated");
-      const UOp *idx = u->src(1);
-      DType dt = idx->dtype;
-      RangeInfo ri;
-      auto size = constBound(u->src(0)->src(0));
-      if (!size || ri.vmin(idx) < 0 || ri.vmax(idx) >= static_cast<int64_t>(*size)) bad("the read is not within the buffer");
-      auto cst = [&](int64_t v) { return c.constInt(dt, v); };
-      const UOp *row = c.make(Op::FLOORDIV, dt, {idx, cst(st)});
-      const UOp *elem = c.make(Op::FLOORMOD, dt, {idx, cst(st)});
-      const UOp *ni = c.make(Op::ADD, dt, {c.make(Op::ADD, dt, {c.make(Op::MUL, dt, {c.make(Op::FLOORDIV, dt, {row, cst(n)}), cst(st * n)}),
-                                                                c.make(Op::MUL, dt, {elem, cst(n)})}),
-                                           c.make(Op::FLOORMOD, dt, {row, cst(n)})});
-      rows = std::max<int64_t>(rows, (ri.vmax(idx) / st / n + 1) * n);
-      sub[u] = c.make(Op::INDEX, u->dtype, {u->src(0), simplified(ni)}, u->arg, u->tag); // (its PARAM: below)
-    }
+    for (const UOp *u : toposort(p.store))
+      if (u->op == Op::PARAM && u->arg == found->param->arg && u->dtype == found->param->dtype) sub[u] = w;
     p.store = substitute(c, p.store, sub);
-    found->rows = rows;
     return true;
-  }
-
-  /// The PARAMs of relayout copy r in pieces whose rows a later piece raised (relayoutRestPiece): made anew
-  /// with the copy's final size, the rest piece's reads (still W's PARAM) pointed at it too.
-  void resizeRelayoutParams(std::vector<Piece *> pieces, const Relayout &r) {
-    const UOp *q = c.make(Op::PARAM, r.param->dtype, {c.constInt(r.param->src(0)->dtype, r.rows * r.stride)}, r.param->arg);
-    for (Piece *p : pieces) {
-      std::unordered_map<const UOp *, const UOp *> sub;
-      for (const UOp *u : toposort(p->store))
-        if (u->op == Op::PARAM && u != q && u->arg == r.param->arg && u->dtype == r.param->dtype) sub[u] = q;
-      if (!sub.empty()) p->store = substitute(c, p->store, sub);
-    }
   }
 
   /// partial:R:A: each REDUCE whose last loop is reduction range R (size N, A dividing it) becomes
@@ -248,7 +222,7 @@ struct Optimizer {
   /// Pack opts are only recorded here, in `packs` (their slots, in order): packRead applies them to the
   /// kernel this returns, since each adds a kernel of its own.
   const UOp *apply(const UOp *sink, const Shape &s, const std::vector<Opt> &opts, const std::string &name,
-                   std::vector<int64_t> &packs, std::vector<Relayout> &relayouts) {
+                   std::vector<int64_t> &packs, std::vector<Relayout> &relayouts, size_t kernelArgs) {
     int64_t next = 0;
     for (const UOp *u : toposort(sink))
       if (u->op == Op::RANGE) next = std::max(next, rangeNumber(u) + 1);
@@ -395,16 +369,12 @@ struct Optimizer {
       };
       if (!done[o.axis]) bad("the loop is not upcast");
       // (each piece that reads the buffer: of a split loop, the piece's rows; they must agree)
-      bool read = relayoutPiece(main, o, relayouts, bad);
-      for (Piece &p : before) read |= relayoutPiece(p, o, relayouts, bad);
-      for (Piece &p : after) read |= relayoutPiece(p, o, relayouts, bad);
+      // (a rest piece reading W itself takes the next argument; one per relayout)
+      size_t nargs = kernelArgs + static_cast<size_t>(std::count_if(relayouts.begin(), relayouts.end(), [](const Relayout &r) { return r.restSlot >= 0; }));
+      bool read = relayoutPiece(main, o, relayouts, nargs, bad);
+      for (Piece &p : before) read |= relayoutPiece(p, o, relayouts, nargs, bad);
+      for (Piece &p : after) read |= relayoutPiece(p, o, relayouts, nargs, bad);
       if (!read) bad("the kernel does not read that argument");
-      // (a rest piece may have raised the copy's rows: every piece's PARAM of it at its final size)
-      std::vector<Piece *> all{&main};
-      for (Piece &p : before) all.push_back(&p);
-      for (Piece &p : after) all.push_back(&p);
-      for (const Relayout &r : relayouts)
-        if (r.slot == static_cast<int64_t>(o.amount)) resizeRelayoutParams(all, r);
     }
     std::vector<const UOp *> ends;
     auto endOf = [&](const Piece &p) {
@@ -562,12 +532,6 @@ std::vector<const UOp *> relayoutKernel(Context &c, int64_t &nextBuffer, std::ve
     return c.make(Op::PARAM, p->dtype, {size}, a.encode(c));
   };
   DType elem = p->dtype;
-  // (rows past W's, whole lanes for a rest piece's channels: zeros, W not read there)
-  auto wsize = constBound(p->src(0));
-  if (wsize && r.rows * r.stride > static_cast<int64_t>(*wsize)) {
-    const UOp *valid = c.make(Op::CMPLT, DType::Bool, {add(mul(o, r.lanes), l), cst(static_cast<int64_t>(*wsize) / r.stride)});
-    from = c.make(Op::WHERE, rangeType, {valid, from, c.make(Op::CONST, rangeType, {}, c.argInvalid())});
-  }
   const UOp *store = c.make(Op::STORE, DType::Void, {c.make(Op::INDEX, elem, {param(qa, 0, n), to}),
                                                      c.make(Op::INDEX, elem, {param(pa, 1, p->src(0)), from})});
   // once: a re-layout of a parameter the function only reads runs once per load of the inputs (Schedule)
@@ -621,11 +585,15 @@ void runOptimize(Graph &g, const PassContext &pc) {
       if (!opts.empty()) {
         std::vector<int64_t> packs;
         std::vector<Optimizer::Relayout> relayouts;
-        srcs[0] = o.apply(sink, *s, opts, name, packs, relayouts);
+        srcs[0] = o.apply(sink, *s, opts, name, packs, relayouts, srcs.size() - 1);
         std::vector<const UOp *> args(srcs.begin() + 1, srcs.end());
         for (const Optimizer::Relayout &r : relayouts) {
           if (r.slot < 0 || r.slot >= static_cast<int64_t>(args.size()))
             fail("pass 'optimize': kernel " + name + ": opt relayout: the kernel has " + std::to_string(args.size()) + " arguments");
+          if (r.restSlot >= 0) { // (a rest piece's own argument: W as it is)
+            if (r.restSlot != static_cast<int64_t>(args.size())) fail("pass 'optimize': kernel " + name + ": opt relayout: a rest piece's argument out of order");
+            args.push_back(args[static_cast<size_t>(r.slot)]);
+          }
           args = relayoutKernel(c, packer.nextBuffer, args, r, name, s->end, s->axes.front()->dtype);
           packed = true;
         }

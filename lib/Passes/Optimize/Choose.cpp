@@ -439,9 +439,9 @@ std::optional<std::vector<Opt>> chooseChannelTile(Context &c, const Shape &s,
     bool shortReduction = plane && *plane >= 128 && reductionWork(s) < 64.0 * outputSize(s);
     if (lanes > 2 * vec && n % (2 * vec) == 0 && shortReduction) lanes = 2 * vec;
     // (channels that only one vector of lanes or less divides, many of them: the lanes of four or two vectors
-    // over all but the last few, those a piece of their own (split:oa:0:CUT) that reads the same re-laid-out
-    // weights. SqueezeNet's classifier, 512 -> 1000 channels at 13x13, C, 2 threads on Zen 5: 8 lanes 1.64-1.79
-    // ms, 32 over 992 of them 1.22-1.31)
+    // over all but the last few, those a piece of their own (split:oa:0:CUT) that reads the weights as they
+    // are. SqueezeNet's classifier, 512 -> 1000 channels at 13x13, C, 2 threads on Zen 5: 8 lanes 1.64-1.79
+    // ms, 32 over 992 of them 0.85-0.93)
     int64_t chanCut = n;
     if (lanes < 2 * vec && !interior[oa])
       for (int64_t l : {4 * vec, 2 * vec})
