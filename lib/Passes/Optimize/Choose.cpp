@@ -52,11 +52,15 @@ bool readsData(const UOp *g) {
   return std::any_of(cone.begin(), cone.end(), [](const UOp *u) { return u->op == Op::INDEX || u->op == Op::LOAD; });
 }
 
+} // namespace
+
 std::vector<const UOp *> conditionsOf(const std::vector<const UOp *> &reads) {
   std::vector<const UOp *> work;
   for (const UOp *rd : reads) addReadConditions(rd, work);
   return andClauses(std::move(work));
 }
+
+namespace {
 
 /// The interior of output loop r (size n): the values [lo, hi) of r for which every condition of
 /// `conds` that depends on r surely holds, whatever the other ranges are (range analysis of the
@@ -118,163 +122,6 @@ std::vector<std::optional<std::pair<int64_t, int64_t>>> interiors(Context &c, co
   return out;
 }
 
-/// Partial accumulators for a kernel with no register tile: a reduction's innermost loop R whose reads
-/// all move by 0 or 1 element along it, ungated by it, whose REDUCEs (none nested) all end in R and are a
-/// sum or a max, of 2 vectors' lanes (or one) dividing it: partial:R:AMOUNT.
-std::vector<Opt> choosePartial(const Shape &s, int64_t vec) {
-  std::vector<Opt> opts;
-  for (size_t k = 0; k < s.reduceRanges.size(); ++k) {
-    const UOp *r = s.reduceRanges[k];
-    auto n = r->op == Op::RANGE && r->nsrc == 1 ? constBound(r->src(0)) : std::nullopt;
-    if (!n) continue;
-    bool ok = true;
-    for (const UOp *red : s.reduces) {
-      auto rs = red->src().subspan(1);
-      if (std::find(rs.begin(), rs.end(), r) == rs.end()) continue;
-      Op op = red->arg && red->arg->kind == ArgKind::Tuple && red->arg->count ? red->arg->elems()[0]->op() : Op::MUL;
-      ok = ok && rs.back() == r && (op == Op::ADD || op == Op::MAX);
-    }
-    for (const UOp *rd : s.reads) {
-      auto st = indexStride(rd->src(1), r);
-      ok = ok && st && (*st == 0 || *st == 1);
-      for (const UOp *g : rd->src().subspan(2)) ok = ok && indexStride(g, r) == std::optional<int64_t>(0);
-    }
-    if (!ok) continue;
-    for (int64_t amt : {2 * vec, vec})
-      if (static_cast<int64_t>(*n) % amt == 0 && static_cast<int64_t>(*n) > amt) {
-        opts.push_back({Opt::Partial, k, amt});
-        break;
-      }
-  }
-  return opts;
-}
-
-/// Whether a register tile's read that moves `strideBytes` per step of its reduction loop (`steps`
-/// iterations), reading `bytes` of consecutive lanes at each, keeps its lines in the target's L2 from one
-/// use of the panel to the next: lines `strideBytes` apart fall in sets / gcd(sets, strideBytes / line) of
-/// the L2's sets (a power-of-two stride: few), each holding `ways` of them.
-bool panelStaysInL2(const PassTarget &t, int64_t strideBytes, int64_t steps, int64_t bytes) {
-  int64_t line = t.lineBytes, ways = t.l2Ways, sets = t.l2Bytes / (ways * line);
-  if (sets < 1 || strideBytes < line || strideBytes % line) return true; // consecutive, or spread over the sets
-  int64_t perStep = (bytes + line - 1) / line;
-  int64_t distinct = std::min(sets, sets / std::gcd(sets, strideBytes / line) * perStep);
-  return steps * perStep <= distinct * ways;
-}
-
-/// pack:SLOT for the reads of a register tile (vector axis va, reuse axis ra, vAmount lanes of va) that
-/// pay for their copy: consecutive along va, not moving along ra (so each element is read once per tile
-/// row of the whole ra loop), ungated, the only read of their buffer, moving along one reduction loop only,
-/// by a stride whose lines do not stay in the L2 (panelStaysInL2). The packed panel need not fit in the L2:
-/// its consecutive lines stream. Measured on sp_mm_1024 (B's 4 KiB stride: 16 of the L2's 1024 sets) and a
-/// 256x8192 @ 8192x1024 matmul (a 512 KiB panel): see docs/lowering.md.
-std::vector<Opt> choosePacks(const Shape &s, const std::vector<std::vector<std::optional<int64_t>>> &strides, size_t va,
-                             size_t ra, int64_t vAmount, const PassTarget &target) {
-  std::vector<Opt> opts;
-  std::map<int64_t, int> readsOf; // slot -> INDEX nodes in the kernel
-  for (const UOp *u : toposort(s.store))
-    if (u->op == Op::INDEX && u->src(0)->op == Op::PARAM) ++readsOf[ParamArg::slotOf(u->src(0)->arg)];
-  for (size_t k = 0; k < s.reads.size(); ++k) {
-    const UOp *rd = s.reads[k];
-    int64_t slot = ParamArg::slotOf(rd->src(0)->arg);
-    // the reuse axis's operand whose rows lie 16 KiB and more apart (attention's context read back across the
-    // heads, b*s rows of h*d: 384 KiB apart in the encoder's output projection): each row lane reads
-    // another page each step; packed, they are consecutive (that matmul 19.8 -> 12.1 ms, its copy included)
-    if (strides[k][va] == std::optional<int64_t>(0) && strides[k][ra] && *strides[k][ra] * static_cast<int64_t>(dtypeSize(rd->dtype)) >= (16 << 10) &&
-        readsOf[slot] == 1 && conditionsOf({rd}).empty()) {
-      opts.push_back({Opt::Pack, static_cast<size_t>(slot), 0});
-      continue;
-    }
-    if (strides[k][va] != std::optional<int64_t>(1) || strides[k][ra] != std::optional<int64_t>(0) ||
-        readsOf[slot] != 1 || !conditionsOf({rd}).empty())
-      continue;
-    std::optional<int64_t> stride;
-    int64_t steps = 0, moving = 0;
-    for (const UOp *r : s.reduceRanges) {
-      auto st = indexStride(rd->src(1), r);
-      auto n = r->op == Op::RANGE && r->nsrc == 1 ? constBound(r->src(0)) : std::nullopt;
-      if (!st || !n) moving = 2;
-      else if (*st != 0) ++moving, stride = *st, steps = static_cast<int64_t>(*n);
-    }
-    int64_t elem = static_cast<int64_t>(dtypeSize(rd->dtype));
-    if (moving != 1 || !stride || *stride < 0 || *stride > (int64_t(1) << 32)) continue;
-    if (!panelStaysInL2(target, *stride * elem, steps, vAmount * elem)) opts.push_back({Opt::Pack, static_cast<size_t>(slot), 0});
-  }
-  return opts;
-}
-
-/// a * b of non-negative sizes, INT64_MAX where it overflows.
-int64_t satMul(int64_t a, int64_t b) {
-  int64_t r;
-  return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
-}
-
-/// block:va:B for a register tile (vector axis va, reuse axis ra, vAmount lanes of va) whose operand
-/// consecutive along va and still along ra (a matmul's right operand, B[k, j]) is too large for the L2:
-/// va then runs in blocks of B columns, outermost, so that a panel of B x K of that operand stays in the L2
-/// while every row tile of ra passes over it, where unblocked each row tile streamed the whole operand from
-/// the L3 (a 768 x 3072 operand: 9.4 MB per 8 rows). B: the largest multiple of vAmount dividing va's size
-/// whose panel takes at most half the L2 (the other half for the rows' stream), when two row tiles or more
-/// (the output loops the operand does not move along: a batch's rows too) pass over it. The encoder's feed-forward matmuls on Sapphire Rapids (2 MB L2), one thread: 1024 x 3072 @
-/// 3072 x 768 47 -> 24 ms with B = 64 (a 768 KiB panel; 128: 28 ms, 256: 41), 1024 x 768 @ 768 x 3072 48 ->
-/// 25 ms; the 768 x 768 projections 15 -> 7 ms (B = 32 to 256 within 10%).
-std::optional<Opt> choosePanelBlock(const Shape &s, const std::vector<std::vector<std::optional<int64_t>>> &strides,
-                                    const std::vector<int64_t> &sizes, size_t va, size_t ra, int64_t vAmount,
-                                    int64_t reuse, const PassTarget &target) {
-  if (reuse < 1) return std::nullopt;
-  int64_t panelPerColumn = 0; // bytes of the operand per column of va, over the reduction
-  for (size_t k = 0; k < s.reads.size(); ++k) {
-    const UOp *rd = s.reads[k];
-    if (strides[k][va] != std::optional<int64_t>(1) || strides[k][ra] != std::optional<int64_t>(0)) continue;
-    // the row tiles that pass over a panel: the output loops the operand does not move along
-    int64_t rows = 1;
-    for (size_t a = 0; a < s.axes.size(); ++a)
-      if (a != va && strides[k][a] == std::optional<int64_t>(0)) rows = satMul(rows, sizes[a]);
-    if (rows / reuse < 2) continue;
-    int64_t steps = 1;
-    for (const UOp *r : s.reduceRanges) {
-      auto st = indexStride(rd->src(1), r);
-      auto n = r->op == Op::RANGE && r->nsrc == 1 ? constBound(r->src(0)) : std::nullopt;
-      if (!st || !n) return std::nullopt;
-      if (*st != 0) steps = satMul(steps, static_cast<int64_t>(*n));
-    }
-    panelPerColumn = std::max(panelPerColumn, satMul(steps, static_cast<int64_t>(dtypeSize(rd->dtype))));
-  }
-  int64_t room = target.l2Bytes / 2;
-  if (panelPerColumn == 0 || satMul(panelPerColumn, sizes[va]) <= room) return std::nullopt;
-  for (int64_t b = sizes[va] / vAmount * vAmount; b >= vAmount; b -= vAmount)
-    if (b < sizes[va] && sizes[va] % b == 0 && satMul(b, panelPerColumn) <= room) return Opt{Opt::Block, va, b, 0};
-  return std::nullopt;
-}
-
-/// The lanes of a tile with no reuse axis whose consecutive reads walk down columns (a sum over axis 0):
-/// each step of the innermost reduction loop moves every read that is consecutive along the vector axis
-/// va by at least a cache line, so 16 lanes read one line per step, each from another page, and the
-/// hardware prefetchers cannot keep up (sp_sum_ax0_4096: 9.6-13 ms, 6 GB/s, where a row sum streams at
-/// 33 GB/s). A strip of lanes reads a stretch of each row instead, its accumulators in L1, not registers:
-/// the largest multiple of vAmount dividing va's size, at most an eighth of L1 (1,024 float32 of 32 KiB),
-/// leaving at least two outer iterations per host thread. Measured by hand on sp_sum_ax0_4096 (C, two
-/// threads, two rounds): 16 lanes 9.6-13.3 ms, 64 4.1-4.3, 256 3.6-6.3, 1,024 2.7-3.3, 2,048 2.4-2.6; LLVM
-/// 16 lanes 10.0-10.2, 512 3.4, 1,024 3.9, 2,048 3.5-3.5. Each output still sums its column in order.
-int64_t stripLanes(const Shape &s, const std::vector<std::vector<std::optional<int64_t>>> &strides, size_t va,
-                   int64_t vAmount, int64_t size, int64_t elem, const PassTarget &target) {
-  if (s.reduceRanges.empty()) return vAmount;
-  const UOp *rr = s.reduceRanges.back();
-  bool column = false;
-  for (size_t k = 0; k < s.reads.size(); ++k) {
-    if (strides[k][va] != std::optional<int64_t>(1)) continue;
-    auto st = indexStride(s.reads[k]->src(1), rr, /*throughSelect=*/true);
-    if (!st || std::abs(*st) * elem < target.lineBytes) return vAmount;
-    column = true;
-  }
-  if (!column) return vAmount;
-  int64_t others = 1;
-  for (size_t a = 0; a < s.sizes.size(); ++a)
-    if (a != va) others = std::min<int64_t>(others * s.sizes[a], INT32_MAX);
-  int64_t best = vAmount, threads = std::max(1, target.hostThreads);
-  for (int64_t m = vAmount; m <= size && m * elem <= target.l1Bytes / 8; m += vAmount)
-    if (size % m == 0 && others * (size / m) >= 2 * threads) best = m;
-  return best;
-}
 
 /// x simplified (symbolic rules with range analysis), as the split pieces are.
 const UOp *simplifiedExpr(Context &c, const UOp *x) {

@@ -63,6 +63,20 @@ struct Shape {
 /// (none nested in another's body, unless it does not move with the outer one's loops) read buffers.
 std::optional<Shape> shapeOf(const UOp *sink);
 
+/// A kernel's reads' conditions: their gates and WHERE(c, i, Invalid) indexes' c, split at their ANDs (Choose.cpp).
+std::vector<const UOp *> conditionsOf(const std::vector<const UOp *> &reads);
+
+/// What the vector tile adds (Tiles.cpp, each described there): partial accumulators, packed panels, an L2
+/// panel block, a strip of lanes for column walks.
+std::vector<Opt> choosePartial(const Shape &s, int64_t vec);
+std::vector<Opt> choosePacks(const Shape &s, const std::vector<std::vector<std::optional<int64_t>>> &strides, size_t va,
+                             size_t ra, int64_t vAmount, const PassTarget &target);
+std::optional<Opt> choosePanelBlock(const Shape &s, const std::vector<std::vector<std::optional<int64_t>>> &strides,
+                                    const std::vector<int64_t> &sizes, size_t va, size_t ra, int64_t vAmount,
+                                    int64_t reuse, const PassTarget &target);
+int64_t stripLanes(const Shape &s, const std::vector<std::vector<std::optional<int64_t>>> &strides, size_t va,
+                   int64_t vAmount, int64_t size, int64_t elem, const PassTarget &target);
+
 /// The opts of level 2 for kernel shape s (Choose.cpp; Optimize.cpp's file comment says what it chooses).
 /// `seams`, `groups`, `merges`: whether a concatenation's seams, a grouped convolution's blocks and a merge of
 /// two output loops may be chosen (off for the pieces those already cut).
