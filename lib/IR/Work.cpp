@@ -120,7 +120,9 @@ std::string sizeExpr(const UOp *root) {
   return done[root];
 }
 
-KernelWork kernelWork(const UOp *sink) {
+namespace {
+/// The work of the loop nests under `sink` (a kernel SINK, or one of its ENDs), each range one loop.
+KernelWork nestWork(const UOp *sink) {
   KernelWork w;
   // nodes by topological position; every map below is a vector over positions (this runs for every
   // kernel in linearize and the manifest, and for rangeify's fusion trials)
@@ -171,7 +173,13 @@ KernelWork kernelWork(const UOp *sink) {
           auto c = constInt(r->src(0));
           threads = satMul(threads, c ? std::max<int64_t>(*c, 1) : 1);
         }
-        if (loopOf[at(r)] >= 0) continue;
+        if (int32_t placed = loopOf[at(r)]; placed >= 0) {
+          // a loop another END closed too (the pieces of a split share the loops around them): the loops
+          // inside it nest in it
+          p = loops[static_cast<size_t>(placed)].trips;
+          depth = loops[static_cast<size_t>(placed)].depth;
+          continue;
+        }
         if (!global) p = p * extentOf(r->src(0));
         setLoop(at(r), Loop{++depth, p});
       }
@@ -302,6 +310,49 @@ KernelWork kernelWork(const UOp *sink) {
   launch = satMul(launch, block);
   if (launch > 1) {
     for (Count *c : {&w.ops, &w.loads, &w.loadBytes, &w.stores, &w.storeBytes, &w.heaviestTrips}) *c = *c * launch;
+  }
+  return w;
+}
+} // namespace
+
+KernelWork kernelWork(const UOp *sink) {
+  // The pieces of a split loop (optimize's interior and border, seam and channel cuts) are ENDs of their own
+  // that share ranges in different nests: a column loop under a piece of one row and under the other rows'
+  // piece, a reduction's ranges under each piece's REDUCE (a loop of its own in the code each time). One
+  // placement of each range cannot say that, so such a kernel is counted piece by piece (what pieces share
+  // outside their loops, index arithmetic and loads of the loops around them, is then counted in each).
+  bool shared = false;
+  if (sink->op == Op::SINK && sink->nsrc > 1) {
+    std::unordered_map<const UOp *, const UOp *> owner;              // reduction range -> its REDUCE
+    std::unordered_map<const UOp *, std::vector<const UOp *>> outer; // loop range -> the ranges around it
+    for (const UOp *u : toposort(sink)) {
+      if (u->op == Op::REDUCE)
+        for (size_t i = 1; i < u->nsrc && !shared; ++i) shared = !owner.emplace(u->src(i), u).second;
+      if (u->op == Op::END) {
+        std::vector<const UOp *> around;
+        for (size_t i = 1; i < u->nsrc && !shared; ++i) {
+          auto [it, fresh] = outer.emplace(u->src(i), around);
+          shared = !fresh && it->second != around;
+          around.push_back(u->src(i));
+        }
+      }
+      if (shared) break;
+    }
+  }
+  if (!shared) return nestWork(sink);
+  KernelWork w;
+  std::optional<int64_t> heaviest;
+  for (const UOp *piece : sink->src()) {
+    KernelWork p = nestWork(piece);
+    for (auto [to, from] : {std::pair{&w.ops, &p.ops}, {&w.loads, &p.loads}, {&w.loadBytes, &p.loadBytes},
+                            {&w.stores, &p.stores}, {&w.storeBytes, &p.storeBytes}})
+      *to += *from;
+    auto c = p.heaviestTrips.constant();
+    if (p.heaviest && (!w.heaviest || (c && heaviest && *c > *heaviest))) {
+      w.heaviest = p.heaviest;
+      w.heaviestTrips = p.heaviestTrips;
+      heaviest = c;
+    }
   }
   return w;
 }
