@@ -149,7 +149,15 @@ Module compile(Graph g, const CompileOptions &o, std::ostream &out, std::ostream
 void renderKernels(Module &m) {
   const Schedule *s = m.schedule();
   if (!s) fail("the graph has no current schedule to render");
-  m.artifacts = defaultArtifacts(*s, m.target->extension);
+  renderKernels(m, defaultArtifacts(*s, m.target->extension));
+}
+
+void renderKernels(Module &m, std::vector<KernelArtifact> artifacts) {
+  const Schedule *s = m.schedule();
+  if (!s) fail("the graph has no current schedule to render");
+  if (artifacts.size() != s->steps.size()) fail("renderKernels: " + std::to_string(artifacts.size()) + " artifacts for " +
+                                                std::to_string(s->steps.size()) + " schedule steps");
+  m.artifacts = std::move(artifacts);
   m.kernels.clear();
   emitKernels(m, *s);
 }

@@ -81,6 +81,9 @@ Module compile(Graph g, const CompileOptions &o, std::ostream &out, std::ostream
 /// render gets its error (Module::renderError) instead: the others are still rendered. Throws Error when the
 /// graph has no current schedule.
 void renderKernels(Module &m);
+/// renderKernels with the files and symbols `artifacts` gives per schedule step instead of defaultArtifacts's
+/// (the emit tools name a kernel after its CALL: k0, k1_dev0, ...).
+void renderKernels(Module &m, std::vector<KernelArtifact> artifacts);
 /// m.artifacts for a manifest written without its kernels (--emit manifest): each step names its own file,
 /// its launch the one linearize put in its IR; nothing is rendered.
 void planArtifacts(Module &m);
