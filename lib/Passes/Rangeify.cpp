@@ -441,6 +441,7 @@ void addActivationTops(ShapeInfo &si, const std::vector<const UOp *> &topo, std:
     std::unordered_set<const UOp *> inRegion;
     std::vector<const UOp *> work{x};
     bool ok = true;
+    size_t aluOps = 0;
     while (!work.empty() && ok) {
       const UOp *u = work.back();
       work.pop_back();
@@ -448,12 +449,15 @@ void addActivationTops(ShapeInfo &si, const std::vector<const UOp *> &topo, std:
       if (it == users.end()) continue;
       for (const UOp *v : it->second) {
         if (inRegion.count(v)) continue;
-        if (!isALU(v->op) || isWeak(v->dtype) || numelOf(si, v) != n || si.device(v) != si.device(x)) continue;
-        bool constOthers = std::all_of(v->src().begin(), v->src().end(), [&](const UOp *s) {
+        // (RESHAPEs of x before the first ALU op: a convolution's sum reshaped to NCHW before its ReLU when
+        // it has no bias or batchnorm; not after, where the function's result is what gets reshaped)
+        bool reshape = v->op == Op::RESHAPE && (v->src(0) == x || (inRegion.count(v->src(0)) && v->src(0)->op == Op::RESHAPE));
+        if ((!isALU(v->op) && !reshape) || isWeak(v->dtype) || numelOf(si, v) != n || si.device(v) != si.device(x)) continue;
+        bool constOthers = reshape || std::all_of(v->src().begin(), v->src().end(), [&](const UOp *s) {
           return s == x || inRegion.count(s) || s->op == Op::CONST;
         });
         if (!constOthers) continue;
-        if (region.size() == kMaxTopOps) {
+        if (!reshape && ++aluOps > kMaxTopOps) {
           ok = false;
           break;
         }
@@ -474,7 +478,7 @@ void addActivationTops(ShapeInfo &si, const std::vector<const UOp *> &topo, std:
     bool xOut = xu != users.end() && std::any_of(xu->second.begin(), xu->second.end(), [&](const UOp *v) { return !inRegion.count(v); });
     if (exits.size() != 1 || xOut) continue;
     const UOp *e = exits[0];
-    if (e->dtype == DType::Bool || isCand.count(e) || !si.shape(e)) continue;
+    if (!isALU(e->op) || e->dtype == DType::Bool || isCand.count(e) || !si.shape(e)) continue;
     added.push_back(e);
     isCand.insert(e);
   }
