@@ -29,13 +29,16 @@
 // register tile may instead get partial accumulators for its reductions (partial:RAXIS:AMOUNT); a tile's
 // reduction loop is unrolled by the target's tileUnroll (unroll:RAXIS:AMOUNT, tinygrad's UNROLL: the same
 // order). pack:SLOT reads a tile's operand panel from a packed copy that a kernel of its own writes
-// first (Packer::packRead; chosen by choosePacks where the operand's stride keeps too few of its lines in
-// the L2, from the cache sizes the machine reports). block:AXIS:SIZE (a cache-block loop, outermost) is
+// first (chosen by choosePacks where the operand's stride keeps too few of its lines in the L2, from the
+// cache sizes the machine reports): this pass only records it, the `pack` pass after it applies it (Pack.cpp).
+// relayout:AXIS:SLOT (a channel tile's weights re-laid out with its lanes innermost) is applied here, since
+// it rewrites the tile's reads as the other opts do: it adds its copy kernel and buffer (relayoutKernel) and
+// leaves them to the `schedule` pass to order and place. block:AXIS:SIZE (a cache-block loop, outermost) is
 // only given by hand. docs/lowering.md has each, with what was measured.
 // Level 0 or 1 leaves kernels as they are (1 is reserved for cheaper choices). The option
 // opts=NAME/OPT/OPT;NAME2 gives a kernel's opts by hand instead (none for NAME2), as tinygrad's
 // opts_to_apply; kernels not named get the level's choice. GPU targets: no opts yet.
-// This file applies opts (Optimizer, Packer, the relayout kernels) and runs the pass; Optimize/Choose.cpp
+// This file applies opts (Optimizer, the relayout kernels) and runs the pass; Optimize/Choose.cpp
 // chooses them at level 2; Optimize/Opts.h has the opts and kernel shapes both use.
 #include "IR/Error.h"
 #include "IR/Kernel.h"
@@ -43,7 +46,7 @@
 #include "IR/Records.h"
 #include "Passes/Passes.h"
 #include "Passes/Rewrite.h"
-#include "Passes/Schedule.h"
+#include "Passes/Schedule.h" // (topLevelNodes)
 #include "Passes/Symbolic/Symbolic.h"
 
 #include <algorithm>
@@ -52,8 +55,6 @@
 #include <map>
 #include <numeric>
 #include <set>
-#include <tuple>
-#include <unordered_set>
 
 #include "Passes/Optimize/Opts.h"
 
@@ -219,10 +220,11 @@ struct Optimizer {
   /// [HI, N), the outer two becoming stores of their own, the middle one staying the main piece,
   /// simplified (its gates fold where the split proves them). An upcast then acts on the main piece and
   /// on every other piece whose loop it divides (so that all keep one outer loop: the CPU thread split).
-  /// Pack opts are only recorded here, in `packs` (their slots, in order): packRead applies them to the
-  /// kernel this returns, since each adds a kernel of its own.
+  /// Pack opts are only recorded here, in applied_opts: the pack pass applies them (each adds a kernel of
+  /// its own). Relayout opts rewrite the reads here and leave their copies to `relayouts` (runOptimize adds them).
   const UOp *apply(const UOp *sink, const Shape &s, const std::vector<Opt> &opts, const std::string &name,
-                   std::vector<int64_t> &packs, std::vector<Relayout> &relayouts, size_t kernelArgs) {
+                   std::vector<Relayout> &relayouts, size_t kernelArgs) {
+    std::vector<int64_t> packs; // (their slots: each read is packed once)
     int64_t next = 0;
     for (const UOp *u : toposort(sink))
       if (u->op == Op::RANGE) next = std::max(next, rangeNumber(u) + 1);
@@ -399,110 +401,6 @@ struct Optimizer {
   }
 };
 
-/// pack:SLOT, applied to a kernel after its other opts: see packRead.
-struct Packer {
-  Context &c;
-  int64_t nextBuffer; ///< the slot of the next intermediate BUFFER
-
-  /// The kernel SINK `sink` (called with `args`, the CALL's sources after the SINK) reads the buffer in
-  /// argument SLOT once, INDEX(PARAM SLOT, idx), ungated, idx depending on constant-size loops D only
-  /// (in the order the kernel nests them: output loops, then reduction loops, then lanes). It then reads
-  /// instead a new buffer Q in that slot, Q[lin(D)] (row-major over D), and a kernel of its own,
-  /// NAME_packSLOT, copies Q[lin(D)] = P[idx(D)] before it: the element the kernel reads at a step of its
-  /// loops is the one after the element of the step before. Throws Error (via bad) otherwise.
-  template <typename Bad>
-  std::pair<const UOp *, std::vector<const UOp *>> packRead(const UOp *sink, std::vector<const UOp *> args, int64_t slot,
-                                                           const std::string &name, Bad bad) {
-    if (slot >= static_cast<int64_t>(args.size())) bad("the kernel has " + std::to_string(args.size()) + " arguments");
-    const UOp *read = nullptr;
-    const std::vector<const UOp *> nodes = toposort(sink);
-    for (const UOp *u : nodes) {
-      if (u->op != Op::INDEX || u->src(0)->op != Op::PARAM || ParamArg::slotOf(u->src(0)->arg) != slot) continue;
-      if (read && read != u) bad("the kernel indexes that argument more than once (or writes it)");
-      read = u;
-    }
-    if (!read) bad("the kernel does not read that argument");
-    for (const UOp *u : nodes)
-      if (u->op == Op::STORE && u->src(0) == read) bad("the kernel writes that argument");
-    if (read->nsrc != 2) bad("the read is gated");
-    const UOp *idx = read->src(1);
-    std::unordered_set<const UOp *> used;
-    for (const UOp *u : toposort(idx)) {
-      if (u->op == Op::RANGE) used.insert(u);
-      else if (u->op == Op::CONST && u->arg && u->arg->kind == ArgKind::Invalid) bad("the read is gated");
-      else if (u->op != Op::CONST && (u->nsrc == 0 || u->op == Op::INDEX))
-        bad("the read's index depends on more than the kernel's loops");
-    }
-    // the loops in the order the kernel nests them
-    const UOp *end = nullptr;
-    for (const UOp *e : sink->src())
-      for (const UOp *u : toposort(e))
-        if (u == read && !end) end = e;
-    std::vector<const UOp *> order, lanes;
-    auto add = [&](const UOp *r) {
-      if (std::find(order.begin(), order.end(), r) == order.end() && std::find(lanes.begin(), lanes.end(), r) == lanes.end())
-        (isUpcastRange(r) ? lanes : order).push_back(r);
-    };
-    for (const UOp *r : end->src().subspan(1)) add(r);
-    for (const UOp *u : toposort(end->src(0)))
-      if (u->op == Op::REDUCE)
-        for (const UOp *r : u->src().subspan(1)) add(r);
-    order.insert(order.end(), lanes.begin(), lanes.end());
-    std::vector<const UOp *> dims;
-    std::vector<int64_t> sizes;
-    int64_t numel = 1;
-    for (const UOp *r : order) {
-      if (!used.count(r)) continue;
-      auto n = r->nsrc == 1 ? constBound(r->src(0)) : std::nullopt;
-      if (!n || *n < 1 || static_cast<int64_t>(*n) > (int64_t(1) << 28) / numel) bad("the read's loops are not of constant sizes of at most 2^28 elements in all");
-      dims.push_back(r);
-      sizes.push_back(static_cast<int64_t>(*n));
-      numel *= sizes.back();
-    }
-    if (dims.size() != used.size()) bad("the read's index depends on a loop the kernel does not run");
-    auto lin = [&](const std::vector<const UOp *> &rs) {
-      const UOp *x = c.constInt(DType::WeakInt, 0);
-      for (size_t d = 0; d < rs.size(); ++d)
-        x = d == 0 ? rs[d] : c.make(Op::ADD, DType::WeakInt, {c.make(Op::MUL, DType::WeakInt, {x, c.constInt(DType::WeakInt, sizes[d])}), rs[d]});
-      return x;
-    };
-    const UOp *p = read->src(0);
-    ParamArg pa = ParamArg::decode(p->arg), qa;
-    qa.dtype = pa.dtype;
-    qa.devices = pa.devices;
-    qa.deviceIsTuple = pa.deviceIsTuple;
-    qa.addrspace = pa.addrspace;
-    const UOp *n = c.constInt(DType::WeakInt, numel);
-    auto param = [&](ParamArg a, int64_t at, const UOp *size) {
-      a.slot = at;
-      return c.make(Op::PARAM, p->dtype, {size}, a.encode(c));
-    };
-    if (nextBuffer > INT32_MAX) bad("the graph's buffer numbers are used up");
-    qa.slot = nextBuffer++;
-    const UOp *q = c.make(Op::BUFFER, p->dtype, {n}, qa.encode(c));
-    // the copy: Q[lin(D')] = P[idx(D')] over loops D' like D
-    std::vector<const UOp *> loops;
-    std::unordered_map<const UOp *, const UOp *> to;
-    for (size_t d = 0; d < dims.size(); ++d) {
-      std::vector<const Arg *> elems(dims[d]->arg->elems().begin(), dims[d]->arg->elems().end());
-      elems[0] = c.argInt(static_cast<int64_t>(d));
-      elems[1] = c.argAxisType(AxisType::LOOP);
-      loops.push_back(c.make(Op::RANGE, dims[d]->dtype, {c.constInt(dims[d]->dtype, sizes[d])}, c.argTuple(elems), dims[d]->tag));
-      to[dims[d]] = loops.back();
-    }
-    const UOp *from = c.make(Op::INDEX, read->dtype, {param(pa, 1, p->src(0)), substitute(c, idx, to)});
-    const UOp *store = c.make(Op::STORE, DType::Void, {c.make(Op::INDEX, read->dtype, {param(qa, 0, n), lin(loops)}), from});
-    std::vector<const UOp *> endSrc{store};
-    endSrc.insert(endSrc.end(), loops.begin(), loops.end());
-    const Arg *info = makeRecord(c, "KernelInfo", {{"name", c.argString(name + "_pack" + std::to_string(slot))}});
-    const UOp *copy = c.make(Op::SINK, DType::Void, {c.make(Op::END, DType::Void, endSrc, end->arg, end->tag)}, info);
-    const UOp *call = c.make(Op::CALL, DType::Void, {copy, q, args[static_cast<size_t>(slot)]});
-    args[static_cast<size_t>(slot)] = c.make(Op::AFTER, q->dtype, {q, call});
-    const UOp *packed = c.make(Op::INDEX, read->dtype, {param(qa, slot, n), lin(dims)});
-    return {substitute(c, sink, {{read, packed}}), std::move(args)};
-  }
-};
-
 /// The copy kernel of relayout:AXIS:SLOT (Optimizer::Relayout): Q[(o*stride + k)*lanes + l] =
 /// W[(o*lanes + l)*stride + k] over loops o < rows/lanes, k < stride, l < lanes, into a new BUFFER Q that
 /// the kernel reads in W's place (args[slot] becomes Q after the copy).
@@ -556,12 +454,11 @@ void runOptimize(Graph &g, const PassContext &pc) {
   if (pc.target.gpuGrid && hand.empty()) return;
   Context &c = *g.ctx;
   Optimizer o{c};
-  Packer packer{c, 1000};
+  int64_t nextBuffer = 1000; ///< the slot of the next intermediate BUFFER (a relayout's copy)
   std::vector<const UOp *> nodes = topLevelNodes(g.root);
   for (const UOp *u : nodes)
-    if (u->op == Op::BUFFER) packer.nextBuffer = std::max(packer.nextBuffer, std::min<int64_t>(ParamArg::slotOf(u->arg), INT32_MAX) + 1);
+    if (u->op == Op::BUFFER) nextBuffer = std::max(nextBuffer, std::min<int64_t>(ParamArg::slotOf(u->arg), INT32_MAX) + 1);
   std::set<std::string, std::less<>> seen;
-  bool packed = false;
   std::unordered_map<const UOp *, const UOp *> now;
   for (const UOp *u : nodes) {
     std::vector<const UOp *> srcs(u->src().begin(), u->src().end());
@@ -583,9 +480,8 @@ void runOptimize(Graph &g, const PassContext &pc) {
         opts = chooseOpts(c, *s, pc.target);
       }
       if (!opts.empty()) {
-        std::vector<int64_t> packs;
         std::vector<Optimizer::Relayout> relayouts;
-        srcs[0] = o.apply(sink, *s, opts, name, packs, relayouts, srcs.size() - 1);
+        srcs[0] = o.apply(sink, *s, opts, name, relayouts, srcs.size() - 1);
         std::vector<const UOp *> args(srcs.begin() + 1, srcs.end());
         for (const Optimizer::Relayout &r : relayouts) {
           if (r.slot < 0 || r.slot >= static_cast<int64_t>(args.size()))
@@ -594,15 +490,7 @@ void runOptimize(Graph &g, const PassContext &pc) {
             if (r.restSlot != static_cast<int64_t>(args.size())) fail("pass 'optimize': kernel " + name + ": opt relayout: a rest piece's argument out of order");
             args.push_back(args[static_cast<size_t>(r.slot)]);
           }
-          args = relayoutKernel(c, packer.nextBuffer, args, r, name, s->end, s->axes.front()->dtype);
-          packed = true;
-        }
-        for (int64_t slot : packs) {
-          auto bad = [&](const std::string &why) {
-            fail("pass 'optimize': kernel " + name + ": opt pack:" + std::to_string(slot) + ": " + why);
-          };
-          std::tie(srcs[0], args) = packer.packRead(srcs[0], args, slot, name, bad);
-          packed = true;
+          args = relayoutKernel(c, nextBuffer, args, r, name, s->end, s->axes.front()->dtype);
         }
         srcs.resize(1);
         srcs.insert(srcs.end(), args.begin(), args.end());
@@ -614,8 +502,6 @@ void runOptimize(Graph &g, const PassContext &pc) {
   if (auto it = now.find(g.root); it != now.end()) g.root = it->second;
   for (const auto &[name, opts] : hand)
     if (!seen.count(name)) fail("pass 'optimize': opts for kernel '" + name + "', which the graph does not have");
-  // a packed read added kernels and buffers: order and place them as the schedule pass does
-  if (packed) runSchedule(g, pc);
 }
 
 } // namespace uopc

@@ -228,8 +228,8 @@ const UOp *lowerKernelForRendering(Context &c, const UOp *call, const PassTarget
   } borrowed{g};
   g.root = call;
   std::vector<PipelineEntry> tail;
-  for (const PassInfo *p : renderingTail())
-    if (p->run != &runSchedule) tail.emplace_back(p, p->flag == "linearize" ? PassOptions{{"threads", "0"}} : PassOptions{});
+  for (const PassInfo *p : renderingTail()) // (the per-kernel passes: pack and schedule add and order kernels)
+    if (p->run != &runSchedule && p->run != &runPack) tail.emplace_back(p, p->flag == "linearize" ? PassOptions{{"threads", "0"}} : PassOptions{});
   std::ostringstream out, err;
   runPipeline(g, tail, PassManagerOptions{}, out, err, target);
   return g.root;

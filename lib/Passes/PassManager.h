@@ -118,20 +118,21 @@ void runPipeline(Graph &g, const std::vector<PipelineEntry> &pipeline, const Pas
                  std::ostream &out, std::ostream &err, const PassTarget &target = PassTarget{});
 
 /// The rendering tail: the passes the targets need before they render (Passes.def's Render column, in
-/// registry order: schedule, lower-index, commit-weak, decompose, gpu-map, group-reduce, linearize).
+/// registry order: pack, schedule, lower-index, commit-weak, decompose, gpu-map, group-reduce, linearize).
 std::vector<const PassInfo *> renderingTail();
 
 /// Runs what of the rendering tail g still needs for `target`: the schedule pass when g has no current
 /// schedule (Passes/Schedule.h: currentSchedule; only `withSchedule`: the emit tools render without one) and,
-/// when some kernel CALL of g is still a SINK (a pipeline that stopped before linearize), the per-kernel passes
-/// `ran` (the pipeline that ran) left out: those it has ran with the options it gave them. A no-op on a graph
+/// when some kernel CALL of g is still a SINK (a pipeline that stopped before linearize), the passes `ran` (the
+/// pipeline that ran) left out: pack (the packs optimize recorded; before the schedule) and the per-kernel
+/// passes; those it has ran with the options it gave them. A no-op on a graph
 /// the default pipeline left, and for the kernels on one whose kernels are all LINEAR (what
 /// --print-after=linearize printed renders as it is).
 void runRenderingTail(Graph &g, const PassTarget &target, const std::vector<PipelineEntry> &ran = {},
                       bool withSchedule = true);
 
-/// One kernel CALL through the rendering tail's per-kernel passes for `target` (linearize{threads=0}: no CPU
-/// thread split),
+/// One kernel CALL through the rendering tail's per-kernel passes for `target` (not pack, which adds kernels;
+/// linearize{threads=0}: no CPU thread split),
 /// in the caller's Context; a CALL whose body is not a SINK is returned as it is. For tools and tests that
 /// build kernels by hand.
 const UOp *lowerKernelForRendering(Context &c, const UOp *call, const PassTarget &target);
