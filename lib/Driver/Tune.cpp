@@ -185,7 +185,7 @@ uint64_t splitmix(uint64_t &s) {
   return z ^ (z >> 31);
 }
 
-uint16_t toHalf(float f) { // (round to nearest even; the values filled are in [-1, 1))
+uint16_t toHalf(float f) { // (round to nearest even; the values filled are normal numbers)
   uint32_t x;
   std::memcpy(&x, &f, 4);
   uint32_t sign = (x >> 16) & 0x8000;
@@ -211,12 +211,14 @@ float fromBf16(uint16_t b) {
   return f;
 }
 
-/// Seeded random contents: floats in [-1, 1), integers in [0, 8), bools 0 or 1; other dtypes zero.
+/// Seeded random contents: floats in [0.5, 1.5) (positive: a row's sum that a kernel divides by is not near
+/// zero, where the rounding of partial sums would be magnified past any tolerance), integers in [0, 8), bools
+/// 0 or 1; other dtypes zero.
 void fill(Mem &m, const BufKey &key) {
   uint64_t s = 0x5eed ^ (static_cast<uint64_t>(key.second) * 2 + key.first);
   unsigned char *p = m.data();
   size_t size = dtypeSize(m.dtype), n = size ? m.bytes / size : 0;
-  auto unit = [&] { return static_cast<float>(static_cast<double>(splitmix(s) >> 11) * 0x1p-53 * 2 - 1); };
+  auto unit = [&] { return static_cast<float>(static_cast<double>(splitmix(s) >> 11) * 0x1p-53 + 0.5); };
   for (size_t i = 0; i < n; ++i) {
     unsigned char *e = p + i * size;
     switch (m.dtype) {
@@ -668,6 +670,9 @@ TuneResult tuneKernels(const TuneRequest &req, std::ostream &log) {
       double left = std::max(0.0, req.budgetSeconds - secondsSince(t0));
       double share = weightLeft > 0 ? left * f.work / weightLeft : left;
       weightLeft -= f.work;
+      // (a small kernel gets an even share, up to half a second, of what is left)
+      size_t after = static_cast<size_t>(toSearch.end() - std::find(toSearch.begin(), toSearch.end(), i));
+      share = std::max(share, std::min(0.5, left / static_cast<double>(after)));
       auto ks = Clock::now();
       std::string where = prefix + "kernel " + std::to_string(i + 1) + "/" + std::to_string(kernels.size()) + " " + f.name + ": ";
       Search s{req, f, userOpts, reference, pool, log, where, {}, {}, {}, {}};
@@ -680,7 +685,8 @@ TuneResult tuneKernels(const TuneRequest &req, std::ostream &log) {
       std::vector<std::string> best = k.opts;
       std::optional<double> h = s.evaluate(k.opts, share, ks, 0);
       double heuristicNs = h.value_or(0), bestNs = h.value_or(0);
-      log << where << "heuristic " << listText(k.opts) << " " << (h ? ms(*h) : std::string("refused")) << "\n";
+      log << where << "heuristic " << listText(k.opts) << " "
+          << (h ? ms(*h) : s.wrong ? std::string("discarded: its outputs differ from --opt-level 0's") : std::string("refused")) << "\n";
       auto better = [&](double t) { return bestNs <= 0 || t < 0.97 * bestNs; };
       if (std::optional<double> none = s.evaluate({}, share, ks, bestNs); none && better(*none)) {
         best = {}, bestNs = *none;
