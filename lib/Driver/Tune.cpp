@@ -311,6 +311,9 @@ struct Steps {
   std::vector<One> steps;
   std::map<BufKey, std::pair<size_t, DType>> sizes; ///< every argument's bytes and dtype
   std::set<BufKey> written;                         ///< the arguments a step writes
+  /// The buffers only these steps have (a pack's), their own: another candidate's of the same slot may be of
+  /// another size.
+  std::map<BufKey, Mem> own;
 };
 
 /// The steps of kernel `name` in m's schedule: its own and the ones optimize added for it (NAME_packS,
@@ -366,13 +369,16 @@ int64_t partStart(int64_t n, int64_t parts, int64_t t) {
   return n / parts >= kGrain ? b / kGrain * kGrain : b;
 }
 
-/// Runs the steps once (`once` steps only when `withOnce`) on the buffers of `mem`.
-void runSteps(const Steps &g, std::map<BufKey, Mem> &mem, Pool &pool, bool withOnce) {
+/// Runs the steps once (`once` steps only when `withOnce`) on their own buffers and those of `mem`.
+void runSteps(Steps &g, std::map<BufKey, Mem> &mem, Pool &pool, bool withOnce) {
   std::vector<void *> bufs;
   for (const Steps::One &s : g.steps) {
     if (s.once && !withOnce) continue;
     bufs.clear();
-    for (const BufKey &k : s.args) bufs.push_back(mem.at(k).data());
+    for (const BufKey &k : s.args) {
+      auto own = g.own.find(k);
+      bufs.push_back(own != g.own.end() ? own->second.data() : mem.at(k).data());
+    }
     if (s.parallel == 0) {
       s.entry(bufs.data(), nullptr);
       continue;
@@ -473,12 +479,9 @@ struct Search {
   const std::string &others; ///< the opts= text of the other kernels (the user's --kernel-opts)
   Module &reference;
   Pool &pool;
-  std::ostream &log;
-  std::string prefix;
 
   std::map<BufKey, Mem> pristine, work;
   std::map<BufKey, std::vector<unsigned char>> expected; ///< the reference's outputs
-  std::map<std::string, double> timed;                   ///< list text -> ns (< 0: refused or wrong)
   int64_t candidates = 0, refused = 0, wrong = 0;
 
   /// Runs the reference kernel (--opt-level 0) on the seeded inputs. Throws Error when it cannot.
@@ -500,61 +503,71 @@ struct Search {
     for (const BufKey &k : g.written) expected[k].assign(mem.at(k).data(), mem.at(k).data() + mem.at(k).bytes);
   }
 
-  /// The candidate's best time in ns, or nullopt (refused by the optimize pass or the target; outputs wrong).
-  std::optional<double> evaluate(const std::vector<std::string> &opts, double deadline, Clock::time_point t0, double best) {
-    std::string text = joined(opts, "/");
-    if (auto it = timed.find(text); it != timed.end()) return it->second < 0 ? std::nullopt : std::optional<double>(it->second);
-    double &slot = timed[text];
-    slot = -1;
+  /// A candidate compiled and checked: its steps, ready to time again.
+  using Compiled = std::shared_ptr<Steps>;
+
+  /// Compiles and JIT-compiles the kernel with `opts`, runs it once on the seeded inputs and checks its outputs
+  /// against the reference's. Null: refused (by the optimize pass or the target) or wrong.
+  Compiled build(const std::vector<std::string> &opts) {
     ++candidates;
-    Steps g;
+    auto g = std::make_shared<Steps>();
     try {
       CompileOptions co;
       co.target = findTarget("llvm");
       co.render = req.base.render;
       co.render.allowCustom = false;
-      std::string mine = facts.name + (opts.empty() ? "" : "/" + text);
+      std::string text = joined(opts, "/"), mine = facts.name + (opts.empty() ? "" : "/" + text);
       co.pipeline = withOptimize(req.base.pipeline, -1, others.empty() ? mine : others + ";" + mine);
       std::ostringstream out, err;
       Module m = compile(readGraphFile(req.input), co, out, err);
-      g = prepare(m, stepsOf(*m.schedule(), facts.name), req.base.render.cpu);
+      *g = prepare(m, stepsOf(*m.schedule(), facts.name), req.base.render.cpu);
     } catch (const Error &) {
       ++refused;
-      return std::nullopt;
+      return nullptr;
     }
-    for (const auto &[key, sz] : g.sizes) {
-      Mem &m = work[key];
-      if (auto it = pristine.find(key); it != pristine.end()) {
-        if (m.bytes != sz.first) m = it->second;
-        else std::memcpy(m.data(), it->second.data(), sz.first);
-      } else if (m.bytes != sz.first) {
+    for (const auto &[key, sz] : g->sizes) {
+      auto it = pristine.find(key);
+      if (it == pristine.end()) {
+        Mem &m = g->own[key];
         m.dtype = sz.second;
         m.resize(sz.first);
+        continue;
       }
+      Mem &m = work[key];
+      if (m.bytes != sz.first) m = it->second;
+      else std::memcpy(m.data(), it->second.data(), sz.first);
     }
-    auto r0 = Clock::now();
-    runSteps(g, work, pool, true);
-    double first = secondsSince(r0) * 1e9;
+    runSteps(*g, work, pool, true);
     for (const auto &[key, want] : expected) {
       auto it = work.find(key);
       if (it == work.end() || it->second.bytes != want.size() || !matches(it->second.data(), want.data(), want.size(), it->second.dtype)) {
         ++wrong;
-        return std::nullopt;
+        return nullptr;
       }
     }
-    // best of at least 3 runs, more while they take under 50 ms in all (at most 20); a candidate 3x slower
-    // than the best so far is not timed further
-    double bestNs = first;
-    auto tr = Clock::now();
-    for (int rep = 0; rep < 20; ++rep) {
-      if (rep >= 3 && (secondsSince(tr) > 0.05 || secondsSince(t0) > deadline)) break;
-      if (best > 0 && bestNs > 3 * best && rep >= 1) break;
+    return g;
+  }
+
+  /// The best of at least 5 runs, more while they took under 0.1 s in all (at most 50); stops early at 3 runs
+  /// when even the best is 3x `against` (a candidate far slower than the best so far).
+  double time(Steps &g, double against = 0) {
+    double best = INFINITY;
+    auto t = Clock::now();
+    for (int rep = 0; rep < 50; ++rep) {
+      if (rep >= 5 && secondsSince(t) > 0.1) break;
+      if (rep >= 3 && against > 0 && best > 3 * against) break;
       auto r = Clock::now();
       runSteps(g, work, pool, false);
-      bestNs = std::min(bestNs, secondsSince(r) * 1e9);
+      best = std::min(best, secondsSince(r) * 1e9);
     }
-    slot = bestNs;
-    return bestNs;
+    return best;
+  }
+
+  /// a and b timed in turns (3 rounds): the best time of each. The machine's load moves both alike.
+  std::pair<double, double> alternate(Steps &a, Steps &b) {
+    double ta = INFINITY, tb = INFINITY;
+    for (int round = 0; round < 3; ++round) ta = std::min(ta, time(a)), tb = std::min(tb, time(b));
+    return {ta, tb};
   }
 };
 
@@ -675,37 +688,65 @@ TuneResult tuneKernels(const TuneRequest &req, std::ostream &log) {
       share = std::max(share, std::min(0.5, left / static_cast<double>(after)));
       auto ks = Clock::now();
       std::string where = prefix + "kernel " + std::to_string(i + 1) + "/" + std::to_string(kernels.size()) + " " + f.name + ": ";
-      Search s{req, f, userOpts, reference, pool, log, where, {}, {}, {}, {}};
+      Search s{req, f, userOpts, reference, pool, {}, {}, {}};
       try {
         s.start();
       } catch (const Error &e) {
         log << where << "not searched (" << e.what() << ")\n";
         continue;
       }
+      std::set<std::string> tried;
+      auto attempt = [&](const std::vector<std::string> &opts) -> Search::Compiled {
+        if (!tried.insert(joined(opts, "/")).second) return nullptr;
+        return s.build(opts);
+      };
       std::vector<std::string> best = k.opts;
-      std::optional<double> h = s.evaluate(k.opts, share, ks, 0);
-      double heuristicNs = h.value_or(0), bestNs = h.value_or(0);
+      Search::Compiled heuristicSteps = attempt(k.opts), bestSteps = heuristicSteps;
+      double heuristicNs = heuristicSteps ? s.time(*heuristicSteps) : 0, bestNs = heuristicNs;
       log << where << "heuristic " << listText(k.opts) << " "
-          << (h ? ms(*h) : s.wrong ? std::string("discarded: its outputs differ from --opt-level 0's") : std::string("refused")) << "\n";
-      auto better = [&](double t) { return bestNs <= 0 || t < 0.97 * bestNs; };
-      if (std::optional<double> none = s.evaluate({}, share, ks, bestNs); none && better(*none)) {
-        best = {}, bestNs = *none;
+          << (heuristicSteps ? ms(heuristicNs) : s.wrong ? std::string("discarded: its outputs differ from --opt-level 0's") : std::string("refused"))
+          << "\n";
+      // a candidate 3% faster than the best so far is timed again in turns with it, and kept if it still is
+      auto consider = [&](const std::vector<std::string> &opts) {
+        Search::Compiled c = attempt(opts);
+        if (!c) return false;
+        double t = s.time(*c, bestNs);
+        if (bestSteps && t >= 0.97 * bestNs) return false;
+        if (bestSteps) {
+          auto [tc, tb] = s.alternate(*c, *bestSteps);
+          if (tc >= 0.97 * tb) return false;
+          t = tc;
+        }
+        best = opts, bestSteps = c, bestNs = t;
         log << where << "best so far " << listText(best) << " " << ms(bestNs) << "\n";
-      }
-      // hill climbing: move to the first neighbour 3% faster, until none is or the share is spent
+        return true;
+      };
+      consider({});
+      // hill climbing: move to the first neighbour that is faster, until none is or the share is spent
       bool moved = true;
       while (moved && secondsSince(ks) < share) {
         moved = false;
         for (const std::vector<std::string> &n : neighbours(best, f)) {
           if (secondsSince(ks) >= share) break;
-          std::optional<double> t = s.evaluate(n, share, ks, bestNs);
-          if (t && better(*t)) {
-            best = n, bestNs = *t, moved = true;
-            log << where << "best so far " << listText(best) << " " << ms(bestNs) << "\n";
+          if (consider(n)) {
+            moved = true;
             break;
           }
         }
       }
+      // the heuristic's list is kept unless the best is still 3% faster timed in turns with it
+      if (bestSteps && heuristicSteps && bestSteps != heuristicSteps) {
+        auto [tb, th] = s.alternate(*bestSteps, *heuristicSteps);
+        heuristicNs = th;
+        if (tb >= 0.97 * th) {
+          log << where << "the heuristic's " << listText(k.opts) << " " << ms(th) << " against " << ms(tb)
+              << " timed in turns: kept\n";
+          best = k.opts, bestSteps = heuristicSteps, bestNs = th;
+        } else {
+          bestNs = tb;
+        }
+      }
+      if (!bestSteps) bestNs = 0;
       double took = secondsSince(ks);
       searchSeconds += took;
       if (bestNs <= 0) {
