@@ -258,8 +258,9 @@ void fill(Mem &m, const BufKey &key) {
 }
 
 /// Whether `got` matches `want` (n bytes of dtype dt): floats within the dtype's tolerance of the reference,
-/// relative to the element and to a hundredth of the buffer's largest magnitude (a sum that cancels); the rest
-/// bit for bit.
+/// relative to the element plus the buffer's largest magnitude (an element near zero after a cancellation,
+/// layernorm's x - mean, keeps the absolute error of the large values it came from: a partial sum's rounding,
+/// 4e-6 on outputs of 1.8, is 2e-4 of an element of 0.02); the rest bit for bit.
 bool matches(const unsigned char *got, const unsigned char *want, size_t bytes, DType dt) {
   double rtol = dt == DType::Float32 ? 1e-4 : dt == DType::Float64 ? 1e-9 : dt == DType::Float16 || dt == DType::BFloat16 ? 1e-2 : -1;
   if (rtol < 0) return std::memcmp(got, want, bytes) == 0;
@@ -293,7 +294,7 @@ bool matches(const unsigned char *got, const unsigned char *want, size_t bytes, 
       if (a != b) return false;
       continue;
     }
-    if (std::fabs(a - b) > rtol * (std::fabs(b) + 0.01 * scale)) return false;
+    if (std::fabs(a - b) > rtol * (std::fabs(b) + scale)) return false;
   }
   return true;
 }

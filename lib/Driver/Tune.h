@@ -16,8 +16,8 @@
 // the packs it adds rendered and JIT-compiled in-process (Targets/LLVMJit.h), run on buffers filled with
 // seeded random values, its split loop on as many threads as this machine has cores, best of several runs.
 // A candidate the optimize pass refuses is skipped; one whose outputs differ from the --opt-level 0
-// kernel's on the same inputs beyond the dtype's tolerance (relative 1e-4 for float32, 1e-2 for 16-bit
-// floats, exact for integers and bools) is discarded. Kernels with variables, on GPU targets, or that no opt
+// kernel's on the same inputs beyond the dtype's tolerance (float32: 1e-4 of the element plus 1e-4 of the
+// buffer's largest; 16-bit floats 1e-2; integers and bools exact) is discarded. Kernels with variables, on GPU targets, or that no opt
 // applies to are not searched. Progress goes to `log` (stderr): kernel i/n, the heuristic's time, each
 // better list found.
 #pragma once
