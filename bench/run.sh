@@ -64,3 +64,5 @@ else
 fi
 echo "== kernel speed against tinygrad's own kernels (perf-run; needs a tinygrad d1c3ae0f91 checkout in \$UOPC_TINYGRAD)"
 /usr/bin/python3 bench/kernels.py --uopc "$BUILD/uopc" --uopc-run "$BUILD/uopc-run" "${QUICK[@]}"
+echo "== uopc --tune against the default compile (perf-run; bench/tune.py: the search's seconds, default and tuned ms)"
+/usr/bin/python3 bench/tune.py --uopc "$BUILD/uopc" --uopc-run "$BUILD/uopc-run" "${QUICK[@]}"

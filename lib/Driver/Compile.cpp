@@ -13,12 +13,8 @@
 #include <unordered_map>
 
 namespace uopc {
-namespace {
 
-/// A kernel body without its KernelInfo (the kernel's name) and its parameters' names, with its RANGEs
-/// renumbered 0, 1, ... in topological order: the same node for kernels that differ only in their names, the
-/// names of the weights they read and the numbers rangeify gave their ranges (numbered across the whole graph).
-const UOp *canonicalBody(Context &c, const UOp *body) {
+const UOp *canonicalKernelBody(Context &c, const UOp *body) {
   if (body->op == Op::SINK) body = c.make(Op::SINK, body->dtype, body->src());
   if (body->op == Op::LINEAR && body->nsrc > 0) { // LINEAR(SINK, items): both without the name
     std::vector<const UOp *> srcs(body->src().begin(), body->src().end());
@@ -42,6 +38,8 @@ const UOp *canonicalBody(Context &c, const UOp *body) {
   }
   return renumbered.empty() ? body : substitute(c, body, renumbered);
 }
+
+namespace {
 
 /// The launch linearize put in a GPU kernel's IR (none for a loop nest).
 void launchFromIR(KernelArtifact &a, const UOp *call) {
@@ -76,7 +74,7 @@ std::vector<RenderedKernel> renderEach(const Renderer &renderer, Context &ctx, c
 /// m.kernels and records the symbol each exports and, for the GPU mappings, the launch the renderer built.
 ///
 /// Kernels are rendered once per distinct body: a kernel SINK is hash-consed and refers to its buffers by
-/// argument slot, so two CALLs of the same SINK up to range numbering (canonicalBody: the same layer of a
+/// argument slot, so two CALLs of the same SINK up to range numbering (canonicalKernelBody: the same layer of a
 /// 12-layer transformer, say) with the same argument dtypes on the same device compute the same function
 /// of their arguments; the later steps name the first one's file and symbol (tinygrad's kernel cache).
 /// perf_transformer_12L: 96 kernel steps, 7 sources.
@@ -90,7 +88,7 @@ void emitKernels(Module &m, const Schedule &s) {
     if (st.kind != SchedStep::Kind::Kernel) continue;
     std::vector<DType> argTypes;
     for (const UOp *arg : st.call->src().subspan(1)) argTypes.push_back(arg->dtype);
-    auto [it, isNew] = rendered.try_emplace({canonicalBody(*m.graph.ctx, st.call->src(0)), st.device, st.deviceNum, std::move(argTypes)},
+    auto [it, isNew] = rendered.try_emplace({canonicalKernelBody(*m.graph.ctx, st.call->src(0)), st.device, st.deviceNum, std::move(argTypes)},
                                             m.kernels.size());
     m.stepKernel[i] = it->second;
     if (!isNew) continue;
@@ -180,7 +178,7 @@ const std::string *Module::renderError() const {
 manifest::Manifest Module::manifestModel() const {
   const Schedule *s = schedule();
   if (!s) fail("the graph has no current schedule: no manifest");
-  return manifestOf(*s, target->id, artifacts, render.cpu);
+  return manifestOf(*s, target->id, artifacts, render.cpu, optsFrom.empty() ? nullptr : &optsFrom);
 }
 
 std::string Module::manifestJson() const { return manifest::toJson(manifestModel()); }

@@ -16,6 +16,7 @@
 
 #include <functional>
 #include <iosfwd>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -59,6 +60,9 @@ struct Module {
   std::vector<ModuleKernel> kernels;
   /// Per schedule step: the index in `kernels` of the kernel it runs (copies: SIZE_MAX).
   std::vector<size_t> stepKernel;
+  /// Where each kernel's opts came from, by kernel name (--tune, --tune-db: Driver/Tune.h): the manifest's
+  /// "opts_from". Empty: not written.
+  std::map<std::string, std::string> optsFrom;
 
   /// The schedule pass's plan of the final graph (null for a graph the tail did not run on).
   const Schedule *schedule() const { return currentSchedule(graph); }
@@ -71,6 +75,12 @@ struct Module {
   /// The error of the first kernel the target cannot render, or null.
   const std::string *renderError() const;
 };
+
+/// A kernel body without its KernelInfo (the kernel's name) and its parameters' names, with its RANGEs
+/// renumbered 0, 1, ... in topological order: the same node for kernels that differ only in their names, the
+/// names of the weights they read and the numbers rangeify gave their ranges (numbered across the whole graph).
+/// renderKernels renders one source per such body; --tune's kernel hash is its text (Driver/Tune.h).
+const UOp *canonicalKernelBody(Context &c, const UOp *body);
 
 /// Runs o.pipeline and the rendering tail on g for o.target. Printing goes to `out`, timings to `err`. Throws
 /// Error from a pass (after o.onFailure).

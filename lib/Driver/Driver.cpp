@@ -8,6 +8,8 @@
 #include "Driver/Library.h"
 #include "Driver/Manifest.h"
 #include "Driver/OutputDir.h"
+#include "Driver/Tune.h"
+#include "Driver/TuneDb.h"
 #include "Driver/Viz.h"
 #include "IR/AsmPrinter.h"
 #include "IR/Error.h"
@@ -204,6 +206,18 @@ int compileMain(int argc, char **argv) {
                  "Give kernels their opts by hand: NAME/OPT/...;NAME2 (NAME2: none), OPT one of upcast:AXIS:AMOUNT, "
                  "split:AXIS:LO:HI, partial:RAXIS:AMOUNT, unroll:RAXIS:AMOUNT, block:AXIS:SIZE (docs/lowering.md); "
                  "the names and the opts chosen are in --print-after=optimize and the manifest's applied_opts");
+  bool tune = false;
+  double tuneBudget = 60;
+  std::string tuneDb;
+  app.add_flag("--tune", tune,
+               "CPU targets: time candidate opts per distinct kernel on this machine (a search seeded by the "
+               "optimizer's choice, each checked against --opt-level 0) and keep the fastest in the tuning "
+               "database; kernels the database has are not timed again");
+  app.add_option("--tune-budget", tuneBudget, "--tune: seconds the whole search may take (default 60)")
+      ->check(CLI::Range(0.0, 1e6));
+  app.add_option("--tune-db", tuneDb,
+                 "The tuning database (default with --tune: $XDG_CACHE_HOME/uopc/tune.json); without --tune its "
+                 "entries for this machine are applied, nothing is timed");
   app.add_option("--emit", emit,
                  "What to write: 'kernels' (default) the kernel sources and manifest.json, 'manifest' only "
                  "manifest.json (the schedule), 'graph' the final graph as graph.json, 'library' one C library "
@@ -308,6 +322,13 @@ int compileMain(int argc, char **argv) {
       if (!app.count("--name")) libName = defaultLibraryName(input); // (--name '' is refused below)
       checkLibraryName(libName);
     }
+    if (app.count("--tune-budget") && !tune) fail("--tune-budget is for --tune");
+    if ((tune || !tuneDb.empty()) && (target.gpu || backend.gridOnHost))
+      fail("--tune and --tune-db are for the CPU targets (c, llvm), not '" + std::string(target.name) +
+           (backend.gridOnHost ? " --grid-on-host" : "") + "'");
+    if ((tune || !tuneDb.empty()) &&
+        std::none_of(pipeline.begin(), pipeline.end(), [](const PipelineEntry &e) { return e.pass->flag == "optimize"; }))
+      fail("--tune and --tune-db need the optimize pass in the pipeline");
     if (target.gpu) checkGpuArch(backend.gpuArch);
     checkCpuName(backend.cpu, target);
     if (!vizFile.empty()) checkVizPath(vizFile);
@@ -332,8 +353,30 @@ int compileMain(int argc, char **argv) {
       // a page of the passes that ran is what one wants to look at when a pass fails
       co.onFailure = [&](const Module &at, const std::string &why) { writeVizPage(vizFile, input, at, viz, why); };
     }
+    std::optional<TuneResult> tuned;
+    if (tune || !tuneDb.empty()) {
+      // the opts of the tuning database and the search, given to optimize by hand (Driver/Tune.h)
+      TuneRequest tr;
+      tr.input = input;
+      tr.base = co;
+      tr.search = tune;
+      tr.budgetSeconds = tuneBudget;
+      tr.dbPath = tuneDb.empty() ? defaultTuneDbPath() : tuneDb;
+      tuned = tuneKernels(tr, std::cerr);
+      for (PipelineEntry &e : co.pipeline)
+        if (e.pass->flag == "optimize" && !tuned->kernelOpts.empty()) e.options["opts"] = tuned->kernelOpts;
+    }
     co.instrumentation = pm;
-    Module m = compile(std::move(g), co, std::cout, std::cerr);
+    Module m = [&] {
+      if (!tuned || !tuned->fromDatabase) return compile(std::move(g), co, std::cout, std::cerr);
+      try {
+        return compile(std::move(g), co, std::cout, std::cerr);
+      } catch (const Error &e) { // (an entry the optimize pass refuses: the database is named)
+        fail(std::string(e.what()) + " (opts from the tuning database '" + (tuneDb.empty() ? defaultTuneDbPath() : tuneDb) +
+             "': remove that kernel's entry, or the file)");
+      }
+    }();
+    if (tuned) m.optsFrom = tuned->optsFrom;
     // the kernels are rendered once, for the kernel files or the library and for the page's sources
     bool writesKernels = !outDir.empty() && (emit == "kernels" || emit == "library");
     if (writesKernels || (!vizFile.empty() && m.notRendered.empty() && m.schedule())) renderKernels(m);

@@ -82,6 +82,16 @@ std::vector<std::string> deviceNames(const Schedule &s, const std::vector<size_t
   return a;
 }
 
+/// The source of kernel `name`'s opts: its own entry, else (a kernel optimize added: NAME_pack1,
+/// NAME_relayout2) its kernel's; "" when neither has one.
+std::string optsFromOf(const std::map<std::string, std::string> &from, const std::string &name) {
+  if (auto it = from.find(name); it != from.end()) return it->second;
+  for (const char *suffix : {"_pack", "_relayout"})
+    if (size_t at = name.rfind(suffix); at != std::string::npos && at > 0)
+      if (auto it = from.find(name.substr(0, at)); it != from.end()) return it->second;
+  return "";
+}
+
 manifest::Role roleOf(const std::string &role) {
   return role == "input" ? manifest::Role::Input : role == "output" ? manifest::Role::Output : manifest::Role::Inout;
 }
@@ -89,7 +99,7 @@ manifest::Role roleOf(const std::string &role) {
 } // namespace
 
 manifest::Manifest manifestOf(const Schedule &s, Target target, const std::vector<KernelArtifact> &artifacts,
-                              std::string_view cpu) {
+                              std::string_view cpu, const std::map<std::string, std::string> *optsFrom) {
   manifest::Manifest m;
   m.target = target;
   if (!targetInfo(target).gpu) m.cpu = std::string(cpu);
@@ -159,6 +169,7 @@ manifest::Manifest manifestOf(const Schedule &s, Target target, const std::vecto
       j.local = artifacts.at(i).local;
       j.parallel = kernelParallel(st.call);
       j.opts = appliedOpts(kernelSink(st.call));
+      if (optsFrom) j.optsFrom = optsFromOf(*optsFrom, j.kernel);
       j.once = st.once;
       KernelWork w = kernelWork(kernelSink(s.kernels[st.kernel].call));
       j.estimates = manifest::Estimates{estimateOf(w.ops), estimateOf(w.loads), estimateOf(w.loadBytes),

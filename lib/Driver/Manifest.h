@@ -12,6 +12,7 @@
 #include "Targets/Targets.h"
 
 #include <array>
+#include <map>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -41,9 +42,12 @@ inline constexpr size_t kMaxSymbol = 64;
 /// The manifest of a schedule. `artifacts` has one entry per step (ignored for copies).
 /// `cpu` (CPU targets): the CPU the kernels are to be built for, `uopc --cpu`. The fields manifest::fromJson
 /// derives when it reads (indices, a copy's `from`, remote arguments) are filled in too, so that --emit library
-/// reads the model as uopc-run would without a round trip through the text.
+/// reads the model as uopc-run would without a round trip through the text. `optsFrom` (--tune): where each
+/// kernel's opts came from, by kernel name; a kernel the optimizer added (NAME_packS, NAME_relayoutS) says
+/// its kernel's.
 manifest::Manifest manifestOf(const Schedule &s, Target target, const std::vector<KernelArtifact> &artifacts,
-                              std::string_view cpu = "native");
+                              std::string_view cpu = "native",
+                              const std::map<std::string, std::string> *optsFrom = nullptr);
 /// Its text: manifest::toJson(manifestOf(...)).
 std::string manifestJson(const Schedule &s, Target target, const std::vector<KernelArtifact> &artifacts,
                          std::string_view cpu = "native");

@@ -415,6 +415,12 @@ struct Reader {
         st.opts.push_back(x.get<std::string>());
       }
     }
+    if (const Json *o = optField(s, "opts_from")) {
+      if (!o->is_string()) fail("manifest: " + where + ".opts_from is not a string");
+      st.optsFrom = o->get<std::string>();
+      if (st.optsFrom != "heuristic" && st.optsFrom != "hand" && st.optsFrom != "search" && st.optsFrom != "database")
+        fail("manifest: " + where + ".opts_from is not heuristic, hand, search or database");
+    }
     if (const Json *o = optField(s, "once")) {
       if (!o->is_boolean()) fail("manifest: " + where + ".once is not true or false");
       st.once = o->get<bool>();
@@ -602,6 +608,7 @@ std::string toJson(const Manifest &m) {
       if (s.local) e["local"] = *s.local;
       if (s.parallel) e["parallel"] = s.parallel;
       if (!s.opts.empty()) e["opts"] = s.opts;
+      if (!s.optsFrom.empty()) e["opts_from"] = s.optsFrom;
       if (s.once) e["once"] = true;
       if (const Estimates *w = s.estimates ? &*s.estimates : nullptr)
         e["estimates"] = Json{{"ops", estimateJson(w->ops)},       {"loads", estimateJson(w->loads)},

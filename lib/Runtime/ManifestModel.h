@@ -99,6 +99,10 @@ struct Step {
   /// iterations [lo, hi) as two int64 arguments after the variables.
   int64_t parallel = 0;
   std::vector<std::string> opts; ///< the optimize pass's applied_opts for this kernel ("upcast:1:16")
+  /// Where they came from (uopc --tune, --tune-db; "" when not said): "heuristic" (optimize's level-2
+  /// choice), "hand" (--kernel-opts), "search" (a tuning database entry a timed search wrote), "database" (an
+  /// entry written without a search). Written as "opts_from".
+  std::string optsFrom;
   /// Runs in the first run after the inputs are loaded only (a re-layout of weights; Schedule's SchedStep::once).
   bool once = false;
   std::optional<Estimates> estimates;

@@ -1,0 +1,799 @@
+//===- Tune.cpp - uopc --tune: kernels timed with candidate opts, the database applied ===//
+#include "Driver/Tune.h"
+
+#include "Driver/TuneDb.h"
+#include "IR/AsmPrinter.h"
+#include "IR/Error.h"
+#include "IR/GraphIO.h"
+#include "IR/Kernel.h"
+#include "IR/Range.h"
+#include "IR/Records.h"
+#include "IR/Work.h"
+#include "Passes/Optimize/Opts.h"
+#include "Passes/Schedule.h"
+#include "Runtime/Sha256.h"
+#include "Targets/KernelABI.h"
+#include "Targets/LLVMJit.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstring>
+#include <functional>
+#include <iomanip>
+#include <mutex>
+#include <ostream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+namespace uopc {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double secondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+/// What the search needs to know of a kernel before optimize.
+struct KernelFacts {
+  std::string name, hash;
+  bool tunable = false;               ///< one store over constant loops (optimize::shapeOf), no variables
+  std::vector<int64_t> axes, reduces; ///< its output loops' sizes; its reduction loops' (0: not constant)
+  std::vector<int64_t> readSlots;     ///< the arguments it reads
+  double work = 1;                    ///< ops + loads + stores of the work model (the budget's weight)
+};
+
+KernelFacts factsOf(Context &c, const UOp *call, const std::string &name) {
+  KernelFacts f;
+  f.name = name;
+  f.hash = kernelHash(c, call);
+  const UOp *sink = kernelSink(call);
+  auto shape = optimize::shapeOf(sink);
+  bool vars = false;
+  std::set<int64_t> reads;
+  for (const UOp *u : toposort(sink)) {
+    vars |= u->op == Op::PARAM && isScalarParamNode(u);
+    if (u->op == Op::INDEX && u->src(0)->op == Op::PARAM) reads.insert(ParamArg::slotOf(u->src(0)->arg));
+  }
+  f.tunable = shape && !vars;
+  if (shape) {
+    f.axes = shape->sizes;
+    for (const UOp *r : shape->reduceRanges) {
+      auto n = r->op == Op::RANGE && r->nsrc == 1 ? constBound(r->src(0)) : std::nullopt;
+      f.reduces.push_back(n ? static_cast<int64_t>(*n) : 0);
+    }
+  }
+  f.readSlots.assign(reads.begin(), reads.end());
+  KernelWork w = kernelWork(sink);
+  for (const Count *x : {&w.ops, &w.loads, &w.stores})
+    if (auto v = x->constant()) f.work += static_cast<double>(*v);
+  return f;
+}
+
+/// The pipeline `p` with optimize's options changed: `level` (-1: as it is) and `opts` (replacing them).
+std::vector<PipelineEntry> withOptimize(std::vector<PipelineEntry> p, int level, const std::string &opts) {
+  for (PipelineEntry &e : p)
+    if (e.pass->flag == "optimize") {
+      if (level >= 0) e.options["level"] = std::to_string(level);
+      if (opts.empty()) e.options.erase("opts");
+      else e.options["opts"] = opts;
+    }
+  return p;
+}
+
+std::string joined(const std::vector<std::string> &v, const char *sep) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? sep : "") + v[i];
+  return s;
+}
+std::string listText(const std::vector<std::string> &opts) { return "[" + joined(opts, " ") + "]"; }
+std::string ms(double ns) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(ns < 1e5 ? 4 : 3) << ns / 1e6 << " ms";
+  return os.str();
+}
+
+// ---- running kernels ---------------------------------------------------------------------------------
+
+/// n threads (the caller is thread 0) that run one job at a time (Runtime/Runner.cpp's pool, for the timing).
+class Pool {
+public:
+  explicit Pool(int n) : n_(std::max(1, n)) {
+    for (int t = 1; t < n_; ++t) workers_.emplace_back([this, t] { work(t); });
+  }
+  ~Pool() {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      stop_ = true;
+      ++generation_;
+    }
+    wake_.notify_all();
+    for (std::thread &w : workers_) w.join();
+  }
+  int size() const { return n_; }
+  void run(const std::function<void(int)> &f) {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      job_ = &f;
+      pending_ = n_ - 1;
+      ++generation_;
+    }
+    wake_.notify_all();
+    f(0);
+    std::unique_lock<std::mutex> l(mu_);
+    done_.wait(l, [&] { return pending_ == 0; });
+  }
+
+private:
+  void work(int t) {
+    uint64_t seen = 0;
+    std::unique_lock<std::mutex> l(mu_);
+    for (;;) {
+      wake_.wait(l, [&] { return generation_ != seen; });
+      seen = generation_;
+      if (stop_) return;
+      const std::function<void(int)> *f = job_;
+      l.unlock();
+      (*f)(t);
+      l.lock();
+      if (--pending_ == 0) done_.notify_one();
+    }
+  }
+  int n_;
+  std::vector<std::thread> workers_;
+  std::mutex mu_;
+  std::condition_variable wake_, done_;
+  const std::function<void(int)> *job_ = nullptr;
+  int pending_ = 0;
+  uint64_t generation_ = 0;
+  bool stop_ = false;
+};
+
+/// A buffer of a kernel's arguments, the same in the reference and in every candidate: a parameter by slot,
+/// an intermediate by the slot kernel-split gave it (a pack's buffer, which only a candidate has, is new).
+using BufKey = std::pair<bool, int64_t>;
+
+struct Mem {
+  std::vector<unsigned char> raw;
+  size_t bytes = 0;
+  DType dtype = DType::Void;
+  unsigned char *data() { return raw.data() + ((64 - reinterpret_cast<uintptr_t>(raw.data()) % 64) % 64); }
+  void resize(size_t n) {
+    bytes = n;
+    raw.assign(n + 64, 0);
+  }
+  Mem() = default;
+  // (a copy aligns its own block: the contents are copied from data(), not from raw)
+  Mem(const Mem &o) : dtype(o.dtype) {
+    resize(o.bytes);
+    std::memcpy(data(), const_cast<Mem &>(o).data(), bytes);
+  }
+  Mem &operator=(const Mem &o) {
+    if (this != &o) {
+      dtype = o.dtype;
+      resize(o.bytes);
+      std::memcpy(data(), const_cast<Mem &>(o).data(), bytes);
+    }
+    return *this;
+  }
+};
+
+uint64_t splitmix(uint64_t &s) {
+  uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+uint16_t toHalf(float f) { // (round to nearest even; the values filled are normal numbers)
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000;
+  int exp = static_cast<int>((x >> 23) & 0xff) - 127 + 15;
+  uint32_t mant = x & 0x7fffff;
+  if (exp <= 0) return static_cast<uint16_t>(sign);
+  uint32_t h = sign | (static_cast<uint32_t>(exp) << 10) | (mant >> 13);
+  if ((mant & 0x1fff) > 0x1000 || ((mant & 0x1fff) == 0x1000 && (h & 1))) ++h;
+  return static_cast<uint16_t>(h);
+}
+float fromHalf(uint16_t h) {
+  uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+  float f;
+  if (exp == 0) f = std::ldexp(static_cast<float>(mant), -24);
+  else if (exp == 31) f = mant ? NAN : INFINITY;
+  else f = std::ldexp(static_cast<float>(mant | 0x400), static_cast<int>(exp) - 25);
+  return sign ? -f : f;
+}
+float fromBf16(uint16_t b) {
+  uint32_t x = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+
+/// Seeded random contents: floats in [0.5, 1.5) (positive: a row's sum that a kernel divides by is not near
+/// zero, where the rounding of partial sums would be magnified past any tolerance), integers in [0, 8), bools
+/// 0 or 1; other dtypes zero.
+void fill(Mem &m, const BufKey &key) {
+  uint64_t s = 0x5eed ^ (static_cast<uint64_t>(key.second) * 2 + key.first);
+  unsigned char *p = m.data();
+  size_t size = dtypeSize(m.dtype), n = size ? m.bytes / size : 0;
+  auto unit = [&] { return static_cast<float>(static_cast<double>(splitmix(s) >> 11) * 0x1p-53 + 0.5); };
+  for (size_t i = 0; i < n; ++i) {
+    unsigned char *e = p + i * size;
+    switch (m.dtype) {
+    case DType::Float32: {
+      float f = unit();
+      std::memcpy(e, &f, 4);
+      break;
+    }
+    case DType::Float64: {
+      double d = unit();
+      std::memcpy(e, &d, 8);
+      break;
+    }
+    case DType::Float16: {
+      uint16_t h = toHalf(unit());
+      std::memcpy(e, &h, 2);
+      break;
+    }
+    case DType::BFloat16: {
+      float f = unit();
+      uint32_t x;
+      std::memcpy(&x, &f, 4);
+      uint16_t b = static_cast<uint16_t>(x >> 16);
+      std::memcpy(e, &b, 2);
+      break;
+    }
+    case DType::Bool: e[0] = splitmix(s) & 1; break;
+    default:
+      if (isInt(m.dtype)) {
+        std::memset(e, 0, size);
+        e[0] = static_cast<unsigned char>(splitmix(s) & 7); // (little-endian: the low byte)
+      } else {
+        std::memset(e, 0, size);
+      }
+    }
+  }
+}
+
+/// Whether `got` matches `want` (n bytes of dtype dt): floats within the dtype's tolerance of the reference,
+/// relative to the element plus the buffer's largest magnitude (an element near zero after a cancellation,
+/// layernorm's x - mean, keeps the absolute error of the large values it came from: a partial sum's rounding,
+/// 4e-6 on outputs of 1.8, is 2e-4 of an element of 0.02); the rest bit for bit.
+bool matches(const unsigned char *got, const unsigned char *want, size_t bytes, DType dt) {
+  double rtol = dt == DType::Float32 ? 1e-4 : dt == DType::Float64 ? 1e-9 : dt == DType::Float16 || dt == DType::BFloat16 ? 1e-2 : -1;
+  if (rtol < 0) return std::memcmp(got, want, bytes) == 0;
+  size_t size = dtypeSize(dt), n = bytes / size;
+  auto at = [&](const unsigned char *p, size_t i) -> double {
+    const unsigned char *e = p + i * size;
+    if (dt == DType::Float32) {
+      float f;
+      std::memcpy(&f, e, 4);
+      return f;
+    }
+    if (dt == DType::Float64) {
+      double d;
+      std::memcpy(&d, e, 8);
+      return d;
+    }
+    uint16_t h;
+    std::memcpy(&h, e, 2);
+    return dt == DType::Float16 ? fromHalf(h) : fromBf16(h);
+  };
+  double scale = 0;
+  for (size_t i = 0; i < n; ++i)
+    if (double w = std::fabs(at(want, i)); std::isfinite(w)) scale = std::max(scale, w);
+  for (size_t i = 0; i < n; ++i) {
+    double a = at(got, i), b = at(want, i);
+    if (std::isnan(a) || std::isnan(b)) {
+      if (std::isnan(a) != std::isnan(b)) return false;
+      continue;
+    }
+    if (std::isinf(a) || std::isinf(b)) {
+      if (a != b) return false;
+      continue;
+    }
+    if (std::fabs(a - b) > rtol * (std::fabs(b) + scale)) return false;
+  }
+  return true;
+}
+
+/// Some steps of a compiled Module (a kernel and the packs it adds) JIT-compiled, with where their
+/// arguments are.
+struct Steps {
+  std::unique_ptr<KernelJit> jit;
+  struct One {
+    KernelJit::Entry entry = nullptr;
+    std::vector<BufKey> args;
+    int64_t parallel = 0;
+    bool once = false;
+  };
+  std::vector<One> steps;
+  std::map<BufKey, std::pair<size_t, DType>> sizes; ///< every argument's bytes and dtype
+  std::set<BufKey> written;                         ///< the arguments a step writes
+  /// The buffers only these steps have (a pack's), their own: another candidate's of the same slot may be of
+  /// another size.
+  std::map<BufKey, Mem> own;
+};
+
+/// The steps of kernel `name` in m's schedule: its own and the ones optimize added for it (NAME_packS,
+/// NAME_relayoutS), in order.
+std::vector<size_t> stepsOf(const Schedule &s, const std::string &name) {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < s.steps.size(); ++i) {
+    if (s.steps[i].kind != SchedStep::Kind::Kernel) continue;
+    const std::string &k = s.kernels[s.steps[i].kernel].name;
+    if (k == name || k.rfind(name + "_pack", 0) == 0 || k.rfind(name + "_relayout", 0) == 0) out.push_back(i);
+  }
+  return out;
+}
+
+/// Renders and JIT-compiles steps `which` of m. Throws Error (the target refuses a kernel, a symbolic size).
+Steps prepare(Module &m, const std::vector<size_t> &which, const std::string &cpu) {
+  const Schedule &s = *m.schedule();
+  if (which.empty()) fail("the compile has no such kernel");
+  Steps out;
+  out.jit = std::make_unique<KernelJit>(cpu);
+  std::vector<KernelJit::EntrySpec> specs;
+  for (size_t i : which) {
+    const SchedStep &st = s.steps[i];
+    if (!st.vars.empty()) fail("the kernel has variables");
+    std::string symbol = "uopc_tune_" + std::to_string(i);
+    RenderedKernel rk = m.renderer->render(*m.graph.ctx, st.call, st.deviceNum, symbol);
+    out.jit->addModule(m.renderer->fileText(rk), s.kernels[st.kernel].name);
+    Steps::One one;
+    one.parallel = kernelParallel(st.call);
+    one.once = st.once;
+    KernelABI abi = KernelABI::of(st.call, "tune");
+    for (size_t a = 0; a < st.args.size(); ++a) {
+      const SchedBuffer &b = s.buffers.at(st.args[a].buffer);
+      if (b.symbolicSize) fail("a buffer of symbolic size");
+      BufKey key{b.isParam, b.slot};
+      one.args.push_back(key);
+      out.sizes[key] = {static_cast<size_t>(b.bytes()), b.dtype};
+      if (abi.written.count(static_cast<int64_t>(a))) out.written.insert(key);
+    }
+    specs.push_back({rk.symbol, st.args.size(), one.parallel ? 2u : 0u});
+    out.steps.push_back(std::move(one));
+  }
+  std::vector<KernelJit::Entry> e = out.jit->entries(specs);
+  for (size_t k = 0; k < e.size(); ++k) out.steps[k].entry = e[k];
+  return out;
+}
+
+/// Where the iterations of thread t of `parts` start (Runtime/Runner.cpp's split).
+int64_t partStart(int64_t n, int64_t parts, int64_t t) {
+  constexpr int64_t kGrain = 256;
+  if (t >= parts) return n;
+  int64_t b = n * t / parts;
+  return n / parts >= kGrain ? b / kGrain * kGrain : b;
+}
+
+/// Runs the steps once (`once` steps only when `withOnce`) on their own buffers and those of `mem`.
+void runSteps(Steps &g, std::map<BufKey, Mem> &mem, Pool &pool, bool withOnce) {
+  std::vector<void *> bufs;
+  for (const Steps::One &s : g.steps) {
+    if (s.once && !withOnce) continue;
+    bufs.clear();
+    for (const BufKey &k : s.args) {
+      auto own = g.own.find(k);
+      bufs.push_back(own != g.own.end() ? own->second.data() : mem.at(k).data());
+    }
+    if (s.parallel == 0) {
+      s.entry(bufs.data(), nullptr);
+      continue;
+    }
+    int64_t n = s.parallel, parts = std::min<int64_t>(pool.size(), n);
+    pool.run([&](int t) {
+      if (t >= parts) return;
+      int64_t v[2] = {partStart(n, parts, t), partStart(n, parts, t + 1)};
+      s.entry(bufs.data(), v);
+    });
+  }
+}
+
+// ---- the search ------------------------------------------------------------------------------------
+
+/// The rank of an opt's kind in a list (optimize applies merges, then splits and blocks, before upcasts;
+/// reduction opts after them; packs and re-layouts last).
+int rankOf(const std::string &opt) {
+  static const std::pair<const char *, int> kRanks[] = {{"merge", 0}, {"split", 1}, {"block", 2}, {"upcast", 3},
+                                                        {"partial", 4}, {"unroll", 4}, {"pack", 5}, {"relayout", 6}};
+  for (auto [k, r] : kRanks)
+    if (opt.rfind(std::string(k) + ":", 0) == 0) return r;
+  return 7;
+}
+
+std::vector<std::string> inserted(std::vector<std::string> l, const std::string &opt) {
+  auto at = std::find_if(l.begin(), l.end(), [&](const std::string &o) { return rankOf(o) > rankOf(opt); });
+  l.insert(at, opt);
+  return l;
+}
+
+/// The neighbours of list `l` for a kernel of facts `f`: in the order they are tried.
+std::vector<std::vector<std::string>> neighbours(const std::vector<std::string> &l, const KernelFacts &f) {
+  std::vector<std::vector<std::string>> out;
+  std::vector<optimize::Opt> opts;
+  for (const std::string &t : l) opts.push_back(optimize::parseOpt(t));
+  std::vector<int64_t> sizes = f.axes;
+  std::set<size_t> upcast, unrolled, partial;
+  std::set<int64_t> packed;
+  for (const optimize::Opt &o : opts) {
+    if (o.kind == optimize::Opt::Split && o.axis < sizes.size()) sizes[o.axis] = o.hi - o.amount;
+    if (o.kind == optimize::Opt::Merge && o.axis + 1 < sizes.size()) sizes[o.axis] *= sizes[o.axis + 1], sizes[o.axis + 1] = 1;
+    if (o.kind == optimize::Opt::Upcast) upcast.insert(o.axis);
+    if (o.kind == optimize::Opt::Unroll) unrolled.insert(o.axis);
+    if (o.kind == optimize::Opt::Partial) partial.insert(o.axis);
+    if (o.kind == optimize::Opt::Pack) packed.insert(static_cast<int64_t>(o.axis));
+  }
+  auto replaced = [&](size_t i, const std::string &opt) {
+    std::vector<std::string> n = l;
+    n[i] = opt;
+    return n;
+  };
+  auto divides = [](int64_t d, int64_t n) { return n > 0 && d >= 1 && n % d == 0; };
+  // another amount for an upcast, unroll, partial or block
+  for (size_t i = 0; i < opts.size(); ++i) {
+    const optimize::Opt &o = opts[i];
+    std::string a = std::to_string(o.axis);
+    if (o.kind == optimize::Opt::Upcast && o.axis < sizes.size())
+      for (int64_t d : {2, 4, 8, 16, 32, 64})
+        if (d != o.amount && divides(d, sizes[o.axis])) out.push_back(replaced(i, "upcast:" + a + ":" + std::to_string(d)));
+    if ((o.kind == optimize::Opt::Unroll || o.kind == optimize::Opt::Partial) && o.axis < f.reduces.size())
+      for (int64_t d : {2, 4, 8, 16})
+        if (d != o.amount && divides(d, f.reduces[o.axis]) && d < f.reduces[o.axis])
+          out.push_back(replaced(i, std::string(o.kind == optimize::Opt::Unroll ? "unroll:" : "partial:") + a + ":" + std::to_string(d)));
+    if (o.kind == optimize::Opt::Block && o.axis < sizes.size())
+      for (int64_t d : {o.amount / 2, o.amount * 2})
+        if (d >= 1 && d < sizes[o.axis] && divides(d, sizes[o.axis])) out.push_back(replaced(i, "block:" + a + ":" + std::to_string(d)));
+  }
+  // an opt dropped
+  for (size_t i = 0; i < l.size(); ++i) {
+    std::vector<std::string> n = l;
+    n.erase(n.begin() + static_cast<std::ptrdiff_t>(i));
+    out.push_back(n);
+  }
+  // an opt added
+  for (size_t a = 0; a < sizes.size(); ++a)
+    if (!upcast.count(a) && sizes[a] > 1)
+      for (int64_t d : {4, 8, 16})
+        if (divides(d, sizes[a])) out.push_back(inserted(l, "upcast:" + std::to_string(a) + ":" + std::to_string(d)));
+  for (size_t r = 0; r < f.reduces.size(); ++r) {
+    if (!unrolled.count(r))
+      for (int64_t d : {2, 4})
+        if (divides(d, f.reduces[r]) && d < f.reduces[r]) out.push_back(inserted(l, "unroll:" + std::to_string(r) + ":" + std::to_string(d)));
+    if (!partial.count(r) && upcast.empty())
+      for (int64_t d : {4, 8, 16})
+        if (divides(d, f.reduces[r]) && d < f.reduces[r]) out.push_back(inserted(l, "partial:" + std::to_string(r) + ":" + std::to_string(d)));
+  }
+  if (!upcast.empty())
+    for (int64_t slot : f.readSlots)
+      if (slot > 0 && !packed.count(slot)) out.push_back(inserted(l, "pack:" + std::to_string(slot)));
+  return out;
+}
+
+/// One kernel's search: the reference outputs, the buffers, the candidates' times.
+struct Search {
+  const TuneRequest &req;
+  const KernelFacts &facts;
+  const std::string &others; ///< the opts= text of the other kernels (the user's --kernel-opts)
+  Module &reference;
+  Pool &pool;
+
+  std::map<BufKey, Mem> pristine, work;
+  std::map<BufKey, std::vector<unsigned char>> expected; ///< the reference's outputs
+  int64_t candidates = 0, refused = 0, wrong = 0;
+
+  /// Runs the reference kernel (--opt-level 0) on the seeded inputs. Throws Error when it cannot.
+  void start() {
+    const Schedule &s = *reference.schedule();
+    std::vector<size_t> which;
+    for (size_t i = 0; i < s.steps.size(); ++i)
+      if (s.steps[i].kind == SchedStep::Kind::Kernel && s.kernels[s.steps[i].kernel].name == facts.name) which.push_back(i);
+    if (which.size() != 1) fail("the --opt-level 0 compile has no kernel " + facts.name);
+    Steps g = prepare(reference, which, req.base.render.cpu);
+    for (const auto &[key, sz] : g.sizes) {
+      Mem &m = pristine[key];
+      m.dtype = sz.second;
+      m.resize(sz.first);
+      fill(m, key);
+    }
+    std::map<BufKey, Mem> mem = pristine;
+    runSteps(g, mem, pool, true);
+    for (const BufKey &k : g.written) expected[k].assign(mem.at(k).data(), mem.at(k).data() + mem.at(k).bytes);
+  }
+
+  /// A candidate compiled and checked: its steps, ready to time again.
+  using Compiled = std::shared_ptr<Steps>;
+
+  /// Compiles and JIT-compiles the kernel with `opts`, runs it once on the seeded inputs and checks its outputs
+  /// against the reference's. Null: refused (by the optimize pass or the target) or wrong.
+  Compiled build(const std::vector<std::string> &opts) {
+    ++candidates;
+    auto g = std::make_shared<Steps>();
+    try {
+      CompileOptions co;
+      co.target = findTarget("llvm");
+      co.render = req.base.render;
+      co.render.allowCustom = false;
+      std::string text = joined(opts, "/"), mine = facts.name + (opts.empty() ? "" : "/" + text);
+      co.pipeline = withOptimize(req.base.pipeline, -1, others.empty() ? mine : others + ";" + mine);
+      std::ostringstream out, err;
+      Module m = compile(readGraphFile(req.input), co, out, err);
+      *g = prepare(m, stepsOf(*m.schedule(), facts.name), req.base.render.cpu);
+    } catch (const Error &) {
+      ++refused;
+      return nullptr;
+    }
+    for (const auto &[key, sz] : g->sizes) {
+      auto it = pristine.find(key);
+      if (it == pristine.end()) {
+        Mem &m = g->own[key];
+        m.dtype = sz.second;
+        m.resize(sz.first);
+        continue;
+      }
+      Mem &m = work[key];
+      if (m.bytes != sz.first) m = it->second;
+      else std::memcpy(m.data(), it->second.data(), sz.first);
+    }
+    runSteps(*g, work, pool, true);
+    for (const auto &[key, want] : expected) {
+      auto it = work.find(key);
+      if (it == work.end() || it->second.bytes != want.size() || !matches(it->second.data(), want.data(), want.size(), it->second.dtype)) {
+        ++wrong;
+        return nullptr;
+      }
+    }
+    return g;
+  }
+
+  /// The best of at least 5 runs, more while they took under 0.1 s in all (at most 50); stops early at 3 runs
+  /// when even the best is 3x `against` (a candidate far slower than the best so far).
+  double time(Steps &g, double against = 0) {
+    double best = INFINITY;
+    auto t = Clock::now();
+    for (int rep = 0; rep < 50; ++rep) {
+      if (rep >= 5 && secondsSince(t) > 0.1) break;
+      if (rep >= 3 && against > 0 && best > 3 * against) break;
+      auto r = Clock::now();
+      runSteps(g, work, pool, false);
+      best = std::min(best, secondsSince(r) * 1e9);
+    }
+    return best;
+  }
+
+  /// a and b timed in turns (3 rounds): the best time of each. The machine's load moves both alike.
+  std::pair<double, double> alternate(Steps &a, Steps &b) {
+    double ta = INFINITY, tb = INFINITY;
+    for (int round = 0; round < 3; ++round) ta = std::min(ta, time(a)), tb = std::min(tb, time(b));
+    return {ta, tb};
+  }
+};
+
+} // namespace
+
+std::string kernelHash(Context &c, const UOp *call) {
+  Graph g; // (the caller's Context, borrowed: released, never freed, on the way out)
+  g.ctx.reset(&c);
+  struct Borrowed {
+    Graph &g;
+    ~Borrowed() { (void)g.ctx.release(); }
+  } borrowed{g};
+  g.root = canonicalKernelBody(c, kernelSink(call));
+  AsmOptions o = AsmOptions::full();
+  o.producer = false;
+  return Sha256::hex(printGraphText(g, o));
+}
+
+TuneResult tuneKernels(const TuneRequest &req, std::ostream &log) {
+  auto t0 = Clock::now();
+  const std::string prefix = "uopc: tune: ";
+  // the heuristic's compile: the kernels before optimize (names, hashes, shapes) and the opts it chose
+  std::vector<KernelFacts> facts;
+  CompileOptions co;
+  co.target = req.base.target;
+  co.render = req.base.render;
+  co.pipeline = req.base.pipeline;
+  co.instrumentation.beforePass = [&](std::string_view pass, const Graph &g) {
+    if (pass != "optimize" || !facts.empty()) return;
+    for (const UOp *u : topLevelNodes(g.root))
+      if (u->op == Op::CALL && u->nsrc > 0 && u->src(0)->op == Op::SINK) {
+        const Arg *n = u->src(0)->arg && u->src(0)->arg->kind == ArgKind::Record ? u->src(0)->arg->field("name") : nullptr;
+        if (n && n->kind == ArgKind::String) facts.push_back(factsOf(*g.ctx, u, std::string(n->str())));
+      }
+  };
+  std::map<std::string, std::vector<std::string>> heuristic;
+  {
+    std::ostringstream out, err;
+    Module m = compile(readGraphFile(req.input), co, out, err);
+    if (const Schedule *s = m.schedule())
+      for (const SchedKernel &k : s->kernels) heuristic[k.name] = appliedOpts(kernelSink(k.call));
+  }
+  std::string userOpts;
+  for (const PipelineEntry &e : req.base.pipeline)
+    if (e.pass->flag == "optimize")
+      if (auto it = e.options.find("opts"); it != e.options.end()) userOpts = it->second;
+  auto hand = optimize::parseHandOpts(userOpts);
+
+  // the distinct kernels, in order of first appearance
+  struct Kernel {
+    std::vector<size_t> members; ///< indices into facts
+    std::string from;            ///< heuristic, hand, search or database
+    std::vector<std::string> opts;
+    bool given = false; ///< its opts go to optimize by hand (database, search)
+  };
+  std::vector<Kernel> kernels;
+  std::map<std::string, size_t> byHash;
+  for (size_t i = 0; i < facts.size(); ++i) {
+    auto [it, fresh] = byHash.try_emplace(facts[i].hash, kernels.size());
+    if (fresh) kernels.push_back({});
+    kernels[it->second].members.push_back(i);
+  }
+
+  TuneDb db = readTuneDb(req.dbPath, req.search);
+  MachineId machine = thisMachine(req.base.render.cpu);
+  unsigned hw = std::thread::hardware_concurrency();
+  int threads = hw ? static_cast<int>(hw) : 1;
+  auto keyOf = [&](const Kernel &k) {
+    return TuneKey{facts[k.members[0]].hash, std::string(req.base.target->name), machine.cpu, machine.features, threads};
+  };
+  std::vector<size_t> toSearch;
+  size_t fromDb = 0;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    Kernel &k = kernels[i];
+    const KernelFacts &f = facts[k.members[0]];
+    k.opts = heuristic[f.name];
+    k.from = "heuristic";
+    if (std::any_of(k.members.begin(), k.members.end(), [&](size_t m) { return hand.count(facts[m].name); })) {
+      k.from = "hand";
+      continue;
+    }
+    if (const TuneEntry *e = db.find(keyOf(k))) {
+      k.opts = e->opts;
+      k.from = e->searched ? "search" : "database";
+      k.given = true;
+      ++fromDb;
+      log << prefix << "kernel " << i + 1 << "/" << kernels.size() << " " << f.name << ": " << listText(k.opts)
+          << " from the database (no timing)\n";
+      continue;
+    }
+    if (req.search && f.tunable) toSearch.push_back(i);
+  }
+
+  double searchSeconds = 0;
+  if (!toSearch.empty()) {
+    // the reference: every kernel as it is (--opt-level 0), for the llvm target
+    CompileOptions ro;
+    ro.target = findTarget("llvm");
+    ro.render = req.base.render;
+    ro.render.allowCustom = false;
+    ro.pipeline = withOptimize(req.base.pipeline, 0, "");
+    std::ostringstream out, err;
+    Module reference = compile(readGraphFile(req.input), ro, out, err);
+    Pool pool(threads);
+    // the budget: what is left of it, shared by the kernels still to search by their estimated work (the
+    // largest first)
+    std::stable_sort(toSearch.begin(), toSearch.end(), [&](size_t a, size_t b) { return facts[kernels[a].members[0]].work > facts[kernels[b].members[0]].work; });
+    double weightLeft = 0;
+    for (size_t i : toSearch) weightLeft += facts[kernels[i].members[0]].work;
+    for (size_t i : toSearch) {
+      Kernel &k = kernels[i];
+      const KernelFacts &f = facts[k.members[0]];
+      double left = std::max(0.0, req.budgetSeconds - secondsSince(t0));
+      double share = weightLeft > 0 ? left * f.work / weightLeft : left;
+      weightLeft -= f.work;
+      // (a small kernel gets an even share, up to half a second, of what is left)
+      size_t after = static_cast<size_t>(toSearch.end() - std::find(toSearch.begin(), toSearch.end(), i));
+      share = std::max(share, std::min(0.5, left / static_cast<double>(after)));
+      auto ks = Clock::now();
+      std::string where = prefix + "kernel " + std::to_string(i + 1) + "/" + std::to_string(kernels.size()) + " " + f.name + ": ";
+      Search s{req, f, userOpts, reference, pool, {}, {}, {}};
+      try {
+        s.start();
+      } catch (const Error &e) {
+        log << where << "not searched (" << e.what() << ")\n";
+        continue;
+      }
+      std::set<std::string> tried;
+      auto attempt = [&](const std::vector<std::string> &opts) -> Search::Compiled {
+        if (!tried.insert(joined(opts, "/")).second) return nullptr;
+        return s.build(opts);
+      };
+      std::vector<std::string> best = k.opts;
+      Search::Compiled heuristicSteps = attempt(k.opts), bestSteps = heuristicSteps;
+      double heuristicNs = heuristicSteps ? s.time(*heuristicSteps) : 0, bestNs = heuristicNs;
+      log << where << "heuristic " << listText(k.opts) << " "
+          << (heuristicSteps ? ms(heuristicNs) : s.wrong ? std::string("discarded: its outputs differ from --opt-level 0's") : std::string("refused"))
+          << "\n";
+      // a candidate 3% faster than the best so far is timed again in turns with it, and kept if it still is
+      auto consider = [&](const std::vector<std::string> &opts) {
+        Search::Compiled c = attempt(opts);
+        if (!c) return false;
+        double t = s.time(*c, bestNs);
+        if (bestSteps && t >= 0.97 * bestNs) return false;
+        if (bestSteps) {
+          auto [tc, tb] = s.alternate(*c, *bestSteps);
+          if (tc >= 0.97 * tb) return false;
+          t = tc;
+        }
+        best = opts, bestSteps = c, bestNs = t;
+        log << where << "best so far " << listText(best) << " " << ms(bestNs) << "\n";
+        return true;
+      };
+      consider({});
+      // hill climbing: move to the first neighbour that is faster, until none is or the share is spent
+      bool moved = true;
+      while (moved && secondsSince(ks) < share) {
+        moved = false;
+        for (const std::vector<std::string> &n : neighbours(best, f)) {
+          if (secondsSince(ks) >= share) break;
+          if (consider(n)) {
+            moved = true;
+            break;
+          }
+        }
+      }
+      // the heuristic's list is kept unless the best is still 3% faster timed in turns with it
+      if (bestSteps && heuristicSteps && bestSteps != heuristicSteps) {
+        auto [tb, th] = s.alternate(*bestSteps, *heuristicSteps);
+        heuristicNs = th;
+        if (tb >= 0.97 * th) {
+          log << where << "the heuristic's " << listText(k.opts) << " " << ms(th) << " against " << ms(tb)
+              << " timed in turns: kept\n";
+          best = k.opts, bestSteps = heuristicSteps, bestNs = th;
+        } else {
+          bestNs = tb;
+        }
+      }
+      if (!bestSteps) bestNs = 0;
+      double took = secondsSince(ks);
+      searchSeconds += took;
+      if (bestNs <= 0) {
+        log << where << "no candidate ran (" << s.refused << " refused, " << s.wrong << " wrong): the heuristic's opts kept\n";
+        continue;
+      }
+      std::ostringstream line;
+      line << where << "kept " << listText(best) << " " << ms(bestNs);
+      if (heuristicNs > 0) line << std::fixed << std::setprecision(2) << " (" << heuristicNs / bestNs << "x the heuristic's)";
+      line << ", " << s.candidates << " candidates (" << s.refused << " refused, " << s.wrong << " wrong) in "
+           << std::setprecision(2) << took << " s";
+      log << line.str() << "\n";
+      k.opts = best;
+      k.from = "search";
+      k.given = true;
+      db.put({keyOf(k), best, TuneSearched{s.candidates, took, bestNs, heuristicNs}});
+    }
+  }
+
+  TuneResult r;
+  r.kernelOpts = userOpts;
+  size_t kept = 0, byHand = 0;
+  for (const Kernel &k : kernels) {
+    for (size_t m : k.members) {
+      r.optsFrom[facts[m].name] = k.from;
+      if (!k.given) continue;
+      r.kernelOpts += (r.kernelOpts.empty() ? "" : ";") + facts[m].name + (k.opts.empty() ? "" : "/" + joined(k.opts, "/"));
+    }
+    kept += k.from == "heuristic";
+    byHand += k.from == "hand";
+  }
+  r.fromDatabase = fromDb > 0;
+  size_t nSearched = 0;
+  for (size_t i : toSearch) nSearched += kernels[i].from == "search";
+  std::ostringstream summary;
+  summary << prefix << kernels.size() << " kernels: " << fromDb << " from the database, ";
+  if (nSearched) summary << nSearched << " searched in " << std::fixed << std::setprecision(1) << searchSeconds << " s, ";
+  else summary << "none searched (no timing), ";
+  summary << kept << " heuristic";
+  if (byHand) summary << ", " << byHand << " by hand";
+  if (nSearched) {
+    writeTuneDb(db, req.dbPath);
+    summary << "; database " << req.dbPath << " written";
+  }
+  log << summary.str() << "\n";
+  return r;
+}
+
+} // namespace uopc

@@ -1,0 +1,58 @@
+//===- Tune.h - uopc --tune: a timed search over kernel opts, and the tuning database ===//
+// Before the compile the user asked for, tuneKernels compiles the graph once with the optimize pass's own
+// choice (the heuristic, level 2) to learn its kernels, their opts and their structural hashes (the text of
+// each kernel before optimize, names and range numbers left out: the same layer of a network is one kernel).
+// Per distinct kernel it then takes the opts from, in order: --kernel-opts (hand); the tuning database's
+// entry of this kernel, target and machine (Driver/TuneDb.h; no timing); with --tune, a search. The driver
+// gives the result to the optimize pass as its opts= option, so a compile with the database and no search
+// writes the same bytes as the compile whose search filled it.
+//
+// The search (--tune): hill climbing from the heuristic's list (and from no opts), each round over the
+// neighbours of the best list so far (an upcast amount changed to another divisor of its loop, an opt
+// dropped, an upcast, unroll, partial or pack added), kept when at least 3% faster, until no neighbour is or
+// the kernel's share of --tune-budget is spent (the budget split across kernels by their estimated work).
+// Each candidate is the whole graph compiled with that kernel's opts by hand for the llvm target (also when
+// the C target is asked for: the opts are the same, the timing goes through the same JIT), the kernel and
+// the packs it adds rendered and JIT-compiled in-process (Targets/LLVMJit.h), run on buffers filled with
+// seeded random values, its split loop on as many threads as this machine has cores, best of several runs.
+// A candidate the optimize pass refuses is skipped; one whose outputs differ from the --opt-level 0
+// kernel's on the same inputs beyond the dtype's tolerance (float32: 1e-4 of the element plus 1e-4 of the
+// buffer's largest; 16-bit floats 1e-2; integers and bools exact) is discarded. Kernels with variables, on GPU targets, or that no opt
+// applies to are not searched. Progress goes to `log` (stderr): kernel i/n, the heuristic's time, each
+// better list found.
+#pragma once
+
+#include "Driver/Compile.h"
+
+#include <iosfwd>
+#include <map>
+#include <string>
+
+namespace uopc {
+
+struct TuneRequest {
+  std::string input;       ///< the graph file (read again for every compile)
+  CompileOptions base;     ///< the user's target, renderer options and pipeline (optimize's options in it)
+  bool search = false;     ///< --tune: search the kernels the database lacks (else only apply it)
+  double budgetSeconds = 60; ///< --tune-budget: the whole search's wall time
+  std::string dbPath;      ///< --tune-db, or defaultTuneDbPath()
+};
+
+struct TuneResult {
+  /// optimize's opts= text: the user's --kernel-opts, then NAME/OPT/... of every kernel whose opts the
+  /// database or the search gave.
+  std::string kernelOpts;
+  /// kernel name -> heuristic, hand, search or database (Module::optsFrom).
+  std::map<std::string, std::string> optsFrom;
+  bool fromDatabase = false; ///< some opts came from the database (named in errors of the compile after)
+};
+
+/// The structural hash of a kernel CALL's body before optimize: SHA-256 of the text form of its
+/// canonicalKernelBody (64 hex digits).
+std::string kernelHash(Context &c, const UOp *call);
+
+/// See the file comment. Reads the database (a missing file is an empty one with --tune, an error
+/// without), and writes it back when the search added entries. Throws Error.
+TuneResult tuneKernels(const TuneRequest &r, std::ostream &log);
+
+} // namespace uopc
