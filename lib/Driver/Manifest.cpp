@@ -168,6 +168,7 @@ manifest::Manifest manifestOf(const Schedule &s, Target target, const std::vecto
       j.global = artifacts.at(i).global;
       j.local = artifacts.at(i).local;
       j.parallel = kernelParallel(st.call);
+      j.parallelWork = kernelParallelWork(st.call);
       j.opts = appliedOpts(kernelSink(st.call));
       if (optsFrom) j.optsFrom = optsFromOf(*optsFrom, j.kernel);
       j.once = st.once;

@@ -11,6 +11,7 @@
 #include "IR/Work.h"
 #include "Passes/Optimize/Opts.h"
 #include "Passes/Schedule.h"
+#include "Runtime/ManifestModel.h"
 #include "Runtime/Sha256.h"
 #include "Targets/KernelABI.h"
 #include "Targets/LLVMJit.h"
@@ -307,6 +308,7 @@ struct Steps {
     KernelJit::Entry entry = nullptr;
     std::vector<BufKey> args;
     int64_t parallel = 0;
+    std::vector<std::pair<int64_t, int64_t>> parallelWork; ///< (manifest::Step's)
     bool once = false;
   };
   std::vector<One> steps;
@@ -344,6 +346,7 @@ Steps prepare(Module &m, const std::vector<size_t> &which, const std::string &cp
     out.jit->addModule(m.renderer->fileText(rk), s.kernels[st.kernel].name);
     Steps::One one;
     one.parallel = kernelParallel(st.call);
+    one.parallelWork = kernelParallelWork(st.call);
     one.once = st.once;
     KernelABI abi = KernelABI::of(st.call, "tune");
     for (size_t a = 0; a < st.args.size(); ++a) {
@@ -360,14 +363,6 @@ Steps prepare(Module &m, const std::vector<size_t> &which, const std::string &cp
   std::vector<KernelJit::Entry> e = out.jit->entries(specs);
   for (size_t k = 0; k < e.size(); ++k) out.steps[k].entry = e[k];
   return out;
-}
-
-/// Where the iterations of thread t of `parts` start (Runtime/Runner.cpp's split).
-int64_t partStart(int64_t n, int64_t parts, int64_t t) {
-  constexpr int64_t kGrain = 256;
-  if (t >= parts) return n;
-  int64_t b = n * t / parts;
-  return n / parts >= kGrain ? b / kGrain * kGrain : b;
 }
 
 /// Runs the steps once (`once` steps only when `withOnce`) on their own buffers and those of `mem`.
@@ -387,7 +382,8 @@ void runSteps(Steps &g, std::map<BufKey, Mem> &mem, Pool &pool, bool withOnce) {
     int64_t n = s.parallel, parts = std::min<int64_t>(pool.size(), n);
     pool.run([&](int t) {
       if (t >= parts) return;
-      int64_t v[2] = {partStart(n, parts, t), partStart(n, parts, t + 1)};
+      int64_t v[2] = {manifest::splitPoint(n, parts, t, s.parallelWork),
+                      manifest::splitPoint(n, parts, t + 1, s.parallelWork)};
       s.entry(bufs.data(), v);
     });
   }

@@ -8,6 +8,7 @@
 #include "IR/UOp.h"
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -64,6 +65,16 @@ inline int64_t threadOffset(const UOp *u) {
   return isThreadRange(u) && u->arg->count >= 3 && u->arg->elems()[2]->kind == ArgKind::Int ? u->arg->elems()[2]->i() : 0;
 }
 
+/// The largest work per iteration a piece's THREAD loop records (its iterations, at most 2^31 - 1 in all, times
+/// it stays within int64).
+inline constexpr int64_t kMaxThreadWork = int64_t(1) << 30;
+
+/// The work of one iteration of a piece's THREAD loop (linearize: its stores' ops + loads over its trip count),
+/// the fourth field of its arg; 0 where there is none (one THREAD loop, or a text written without it).
+inline int64_t threadWork(const UOp *u) {
+  return isThreadRange(u) && u->arg->count >= 4 && u->arg->elems()[3]->kind == ArgKind::Int ? u->arg->elems()[3]->i() : 0;
+}
+
 /// The trip count of a linearized kernel's loop split across CPU threads (its RANGE items of AxisType
 /// THREAD with a constant size, laid end to end by their offsets), 0 when it has none: the runner gives
 /// each thread a part of it.
@@ -75,6 +86,31 @@ inline int64_t kernelParallel(const UOp *call) {
         u->src(0)->arg->kind == ArgKind::Int)
       n = std::max(n, threadOffset(u) + u->src(0)->arg->i());
   return n;
+}
+
+/// The pieces of a linearized kernel's split loop in order, {iterations, work of one}, where every piece's THREAD
+/// loop records its work and the pieces' works differ (the runner then splits by work, not by iterations);
+/// empty otherwise.
+inline std::vector<std::pair<int64_t, int64_t>> kernelParallelWork(const UOp *call) {
+  std::vector<std::pair<int64_t, int64_t>> pieces;
+  if (call->op != Op::CALL || call->nsrc == 0 || call->src(0)->op != Op::LINEAR) return pieces;
+  std::map<int64_t, std::pair<int64_t, int64_t>> byOffset; // offset -> {iterations, work}
+  for (const UOp *u : linearItems(call->src(0)))
+    if (isThreadRange(u) && u->nsrc == 1 && u->src(0)->op == Op::CONST && u->src(0)->arg &&
+        u->src(0)->arg->kind == ArgKind::Int) {
+      if (threadWork(u) < 1) return pieces;
+      byOffset[threadOffset(u)] = {u->src(0)->arg->i(), threadWork(u)};
+    }
+  int64_t next = 0;
+  bool differ = false;
+  for (const auto &[offset, piece] : byOffset) {
+    if (offset != next) return {}; // (not laid end to end: split by iterations)
+    next += piece.first;
+    differ = differ || piece.second != byOffset.begin()->second.second;
+    pieces.push_back(piece);
+  }
+  if (!differ) pieces.clear();
+  return pieces;
 }
 
 /// A RANGE whose values come from the GPU thread id (AxisType GLOBAL, tinygrad's meaning: a range of the

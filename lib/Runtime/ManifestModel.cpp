@@ -430,6 +430,24 @@ struct Reader {
       st.parallel = intField(s, "parallel", where, 2);
       if (st.parallel > INT32_MAX) fail("manifest: " + where + ".parallel is above 2^31 - 1");
     }
+    if (const Json *w = optField(s, "parallel_work")) {
+      if (!st.parallel) fail("manifest: " + where + ".parallel_work without 'parallel'");
+      if (!w->is_array() || w->size() < 2 || w->size() > 4096)
+        fail("manifest: " + where + ".parallel_work is not a list of 2 to 4096 pieces");
+      int64_t total = 0;
+      for (size_t k = 0; k < w->size(); ++k) {
+        const Json &piece = (*w)[k];
+        std::string at = where + ".parallel_work[" + std::to_string(k) + "]";
+        if (!piece.is_array() || piece.size() != 2 || !piece[0].is_number_integer() || !piece[1].is_number_integer())
+          fail("manifest: " + at + " is not [iterations, work]");
+        int64_t n = piece[0].get<int64_t>(), work = piece[1].get<int64_t>();
+        if (n < 1 || n > st.parallel - total) fail("manifest: " + at + "'s iterations are not within 'parallel'");
+        if (work < 1 || work > (int64_t(1) << 30)) fail("manifest: " + at + "'s work is not 1 to 2^30");
+        total += n;
+        st.parallelWork.push_back({n, work});
+      }
+      if (total != st.parallel) fail("manifest: " + where + ".parallel_work's iterations do not add up to 'parallel'");
+    }
   }
 };
 
@@ -517,6 +535,52 @@ std::optional<Signature> parseSignature(const std::string &text, const std::stri
 std::string_view roleName(Role r) { return kRoleNames[static_cast<size_t>(r)]; }
 
 std::string Step::label() const { return isCopy() ? "copy -> " + device : kernel + " @ " + device; }
+
+namespace {
+constexpr int64_t kGrain = 256;
+
+/// The iteration of a split loop of n where t/parts of it (of its work, with `work`) lies before, rounded
+/// down to a multiple of `grain` iterations (of its piece's, with `work`: a piece of 2 grains or more).
+int64_t cutAt(int64_t n, int64_t parts, int64_t t, const std::vector<std::pair<int64_t, int64_t>> &work, int64_t grain) {
+  if (t <= 0) return 0;
+  if (t >= parts) return n;
+  if (work.empty()) return n * t / parts / grain * grain;
+  // pieces' work: at most 2^30 per iteration, 2^31 iterations; the products in 128 bits
+  __int128 whole = 0;
+  for (auto [k, w] : work) whole += static_cast<__int128>(k) * w;
+  __int128 target = whole * t / parts, before = 0;
+  int64_t start = 0;
+  for (auto [k, w] : work) {
+    __int128 piece = static_cast<__int128>(k) * w;
+    if (before + piece >= target) {
+      int64_t in = std::min<int64_t>(k, static_cast<int64_t>((target - before + w / 2) / w));
+      if (k >= 2 * grain) in = in / grain * grain;
+      return std::min(n, start + in);
+    }
+    before += piece;
+    start += k;
+  }
+  return n;
+}
+} // namespace
+
+int64_t splitPoint(int64_t n, int64_t parts, int64_t t, const std::vector<std::pair<int64_t, int64_t>> &work) {
+  return cutAt(n, parts, t, work, n / std::max<int64_t>(parts, 1) >= kGrain ? kGrain : 1);
+}
+
+std::vector<int64_t> splitChunks(int64_t n, int64_t parts, int64_t perPart,
+                                 const std::vector<std::pair<int64_t, int64_t>> &work) {
+  parts = std::max<int64_t>(parts, 1);
+  int64_t grain = n / parts >= kGrain ? kGrain : 1;
+  int64_t chunks = std::min<int64_t>(n, parts * std::max<int64_t>(perPart, 1));
+  std::vector<int64_t> cuts{0};
+  for (int64_t c = 1; c <= chunks; ++c) {
+    int64_t at = cutAt(n, chunks, c, work, grain);
+    if (at > cuts.back()) cuts.push_back(at);
+  }
+  if (cuts.back() != n) cuts.push_back(n);
+  return cuts;
+}
 
 const Param *Manifest::paramOfSlot(int64_t slot) const {
   auto it = paramIndex.find(slot);
@@ -607,6 +671,11 @@ std::string toJson(const Manifest &m) {
       if (s.global) e["global"] = *s.global;
       if (s.local) e["local"] = *s.local;
       if (s.parallel) e["parallel"] = s.parallel;
+      if (!s.parallelWork.empty()) {
+        Json w = Json::array();
+        for (auto [n, work] : s.parallelWork) w.push_back(Json::array({n, work}));
+        e["parallel_work"] = w;
+      }
       if (!s.opts.empty()) e["opts"] = s.opts;
       if (!s.optsFrom.empty()) e["opts_from"] = s.optsFrom;
       if (s.once) e["once"] = true;

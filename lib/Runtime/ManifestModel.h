@@ -98,6 +98,10 @@ struct Step {
   /// CPU: the trip count of the kernel's loop that threads split (0: none); the kernel then takes its
   /// iterations [lo, hi) as two int64 arguments after the variables.
   int64_t parallel = 0;
+  /// CPU, a kernel whose split loop is the pieces of a split kernel laid end to end: per piece in order,
+  /// {iterations, work of one iteration}, so that each thread gets a like share of the work (splitPoint);
+  /// empty: every iteration alike. Written as "parallel_work"; the iterations add up to `parallel`.
+  std::vector<std::pair<int64_t, int64_t>> parallelWork;
   std::vector<std::string> opts; ///< the optimize pass's applied_opts for this kernel ("upcast:1:16")
   /// Where they came from (uopc --tune, --tune-db; "" when not said): "heuristic" (optimize's level-2
   /// choice), "hand" (--kernel-opts), "search" (a tuning database entry a timed search wrote), "database" (an
@@ -120,6 +124,22 @@ struct Step {
   /// "k0 @ CPU" / "copy -> CPU:1": for --bench and messages.
   std::string label() const;
 };
+
+/// Where part t of a split loop of n iterations in `parts` parts starts (part `parts` starts at n): with
+/// `work` (Step::parallelWork), where the work before it is t/parts of the whole, else at t/parts of the
+/// iterations. Where every part gets at least 256 iterations, parts start at multiples of 256 (with `work`:
+/// of the iterations of their piece, where it has 512 or more):
+/// a loop the compiler vectorized (a one-dimensional kernel's only loop is its split loop) then runs each
+/// iteration on the same path, vector body or remainder, whatever the thread count. The paths may round
+/// differently: a vector exp2f from libmvec and the scalar exp2f of the remainder (an exp2 over 300,007
+/// elements differed between 1 and 2 threads on C and on LLVM before). 256 is a multiple of every vector
+/// width times the compilers' interleave (16 floats x 4 on AVX-512; 64 bytes x 4).
+int64_t splitPoint(int64_t n, int64_t parts, int64_t t, const std::vector<std::pair<int64_t, int64_t>> &work = {});
+/// The chunks a split loop of n iterations is run in by `parts` threads, each taking the next chunk when it is
+/// done with one (uopc-run): about perPart chunks per thread, each about as much work (as splitPoint cuts,
+/// multiples of 256 iterations on the same condition): 0 = cuts[0] < cuts[1] < ... < cuts.back() = n.
+std::vector<int64_t> splitChunks(int64_t n, int64_t parts, int64_t perPart,
+                                 const std::vector<std::pair<int64_t, int64_t>> &work = {});
 
 struct Var {
   std::string name;

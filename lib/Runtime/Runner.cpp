@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -134,7 +135,11 @@ Mem allocate(int64_t bytes) {
 using Entry = void (*)(void **, const int64_t *);
 
 /// n threads (the caller is thread 0) that run one job at a time: run(f) calls f(t) on every thread t
-/// and returns when all are done.
+/// and returns when all are done. Between jobs a worker spins for a while (kSpin) before it sleeps, and so
+/// does the caller waiting for the workers: a network runs its split kernels back to back, tens to hundreds
+/// of microseconds each, and waking a sleeping thread (a futex wake, on a virtual machine an interrupt to an
+/// idle virtual CPU) took about as long as such a kernel: DenseNet-121's 3x3 convolutions at 7x7 and 14x14
+/// ran no faster on 2 threads than on 1.
 class ThreadPool {
 public:
   explicit ThreadPool(int n) : n_(std::max(1, n)) {
@@ -143,49 +148,70 @@ public:
   ~ThreadPool() {
     {
       std::lock_guard<std::mutex> l(mu_);
-      stop_ = true;
-      ++generation_;
+      stop_.store(true, std::memory_order_relaxed);
+      generation_.fetch_add(1, std::memory_order_release);
     }
     wake_.notify_all();
     for (std::thread &w : workers_) w.join();
   }
   int size() const { return n_; }
   void run(const std::function<void(int)> &f) {
+    if (n_ == 1) return f(0);
+    job_ = &f;
+    pending_.store(n_ - 1, std::memory_order_relaxed);
     {
-      std::lock_guard<std::mutex> l(mu_);
-      job_ = &f;
-      pending_ = n_ - 1;
-      ++generation_;
+      std::lock_guard<std::mutex> l(mu_); // (a worker deciding to sleep checks the generation under it)
+      generation_.fetch_add(1, std::memory_order_release);
     }
     wake_.notify_all();
     f(0);
+    if (spinUntil([&] { return pending_.load(std::memory_order_acquire) == 0; })) return;
     std::unique_lock<std::mutex> l(mu_);
-    done_.wait(l, [&] { return pending_ == 0; });
+    done_.wait(l, [&] { return pending_.load(std::memory_order_acquire) == 0; });
   }
 
 private:
+  /// How long a thread spins for what it waits for before it sleeps.
+  static constexpr std::chrono::microseconds kSpin{300};
+
+  /// Spins until done() holds (true) or kSpin has passed (false).
+  template <class Done> static bool spinUntil(Done done) {
+    auto start = std::chrono::steady_clock::now();
+    for (;;) {
+      for (int k = 0; k < 64; ++k) {
+        if (done()) return true;
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+      }
+      if (std::chrono::steady_clock::now() - start > kSpin) return done();
+    }
+  }
+
   void work(int t) {
     uint64_t seen = 0;
-    std::unique_lock<std::mutex> l(mu_);
     for (;;) {
-      wake_.wait(l, [&] { return generation_ != seen; });
-      seen = generation_;
-      if (stop_) return;
-      const std::function<void(int)> *f = job_;
-      l.unlock();
-      (*f)(t);
-      l.lock();
-      if (--pending_ == 0) done_.notify_one();
+      if (!spinUntil([&] { return generation_.load(std::memory_order_acquire) != seen; })) {
+        std::unique_lock<std::mutex> l(mu_);
+        wake_.wait(l, [&] { return generation_.load(std::memory_order_acquire) != seen; });
+      }
+      seen = generation_.load(std::memory_order_acquire);
+      if (stop_.load(std::memory_order_relaxed)) return;
+      (*job_)(t);
+      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        std::lock_guard<std::mutex> l(mu_); // (the caller checks pending_ under it before it sleeps)
+        done_.notify_one();
+      }
     }
   }
   int n_;
   std::vector<std::thread> workers_;
   std::mutex mu_;
   std::condition_variable wake_, done_;
-  const std::function<void(int)> *job_ = nullptr;
-  int pending_ = 0;
-  uint64_t generation_ = 0;
-  bool stop_ = false;
+  const std::function<void(int)> *job_ = nullptr; ///< (written before the generation that publishes it)
+  std::atomic<int> pending_{0};
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<bool> stop_{false};
 };
 
 /// Where a rank's time went (one process per device): reading or receiving the inputs, its kernels, the
@@ -205,19 +231,6 @@ public:
   int rankOf(size_t device) const { return comm_ ? static_cast<int>(device % static_cast<size_t>(comm_->size())) : 0; }
   bool owns(size_t device) const { return !comm_ || rankOf(device) == comm_->rank(); }
 
-  /// Where part t of a split loop of n iterations in `parts` parts starts (part `parts` starts at n). Where
-  /// every part gets at least kGrain iterations, parts start at multiples of kGrain: a loop the compiler
-  /// vectorized (a one-dimensional kernel's only loop is its split loop) then runs each iteration on the same
-  /// path, vector body or remainder, whatever the thread count. The paths may round differently: a vector
-  /// exp2f from libmvec and the scalar exp2f of the remainder (an exp2 over 300,007 elements differed
-  /// between 1 and 2 threads on C and on LLVM before). kGrain is a multiple of every vector width times the
-  /// compilers' interleave (16 floats x 4 on AVX-512; 64 bytes x 4).
-  static int64_t partStart(int64_t n, int64_t parts, int64_t t) {
-    constexpr int64_t kGrain = 256;
-    if (t >= parts) return n;
-    int64_t b = n * t / parts;
-    return n / parts >= kGrain ? b / kGrain * kGrain : b;
-  }
   /// The C of the entry points compile() builds (what the fuzz target checks without compiling).
   std::string entrySource() const { return trampolines(); }
   ~CpuBackend() override {
@@ -295,16 +308,28 @@ public:
         if (s.parallel == 0) {
           entries_[i](bufs.data(), vals.data());
         } else {
-          // the split loop's iterations [0, parallel) in one contiguous part per thread
+          // the split loop's iterations [0, parallel) in chunks of like work (kChunksPerThread per thread),
+          // each thread taking the next one when it is done: the work estimates are rough (a concatenation's
+          // copy piece against a register tile's rows) and a thread of a shared machine may run slower
           int64_t n = s.parallel, parts = std::min<int64_t>(pool_.size(), n);
           Entry entry = entries_[i];
-          pool_.run([&](int t) {
-            if (t >= parts) return;
+          if (parts <= 1) {
             std::vector<int64_t> v(vals);
-            v.push_back(partStart(n, parts, t));
-            v.push_back(partStart(n, parts, t + 1));
+            v.insert(v.end(), {0, n});
             entry(bufs.data(), v.data());
-          });
+          } else {
+            std::vector<int64_t> cuts = manifest::splitChunks(n, parts, kChunksPerThread, s.parallelWork);
+            std::atomic<size_t> next{0};
+            pool_.run([&](int) {
+              std::vector<int64_t> v(vals);
+              v.resize(vals.size() + 2);
+              for (size_t c; (c = next.fetch_add(1, std::memory_order_relaxed)) + 1 < cuts.size();) {
+                v[vals.size()] = cuts[c];
+                v[vals.size() + 1] = cuts[c + 1];
+                entry(bufs.data(), v.data());
+              }
+            });
+          }
         }
         if (comm_) times_.kernels += secondsSince(t0);
       }
@@ -343,6 +368,10 @@ private:
   void *handle_ = nullptr;
   std::unique_ptr<KernelJit> jit_; // target llvm: the kernels' modules, run in-process
   ThreadPool pool_;                // the threads of split kernels
+  /// The chunks of a split loop per thread (splitChunks). 1 and 4 were within this shared machine's noise of
+  /// each other on DenseNet-121, SqueezeNet and ShuffleNet (2 threads, alternating); more than one lets a thread
+  /// that finishes early take work from one that runs slow.
+  static constexpr int64_t kChunksPerThread = 4;
   bool onceDone_ = false;          // the once steps ran since the inputs were loaded
   std::vector<std::vector<InputRegion>> loadedFrom_; // per param, per device: where the last load read it
   Comm *comm_ = nullptr;                             // one process per device: this rank's peers

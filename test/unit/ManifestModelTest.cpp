@@ -131,3 +131,70 @@ TEST_CASE("targets: one registry for names, extensions and kinds", "[manifest]")
   CHECK(targetInfo(Target::PTX).name == "ptx");
   CHECK(targetNameList() == "'c', 'llvm' and 'ptx'");
 }
+
+TEST_CASE("manifest: parallel_work is read, written back and checked", "[manifest]") {
+  auto split = [](Json &m, Json work) {
+    m["steps"][0].erase("global");
+    m["steps"][0].erase("local");
+    m["steps"][0]["parallel"] = 10;
+    m["steps"][0]["parallel_work"] = work;
+  };
+  Json m = fullManifest();
+  split(m, Json::parse("[[4, 1000], [6, 3]]"));
+  manifest::Manifest read = manifest::fromJson(m.dump(), "m.json");
+  REQUIRE(read.steps[0].parallelWork == std::vector<std::pair<int64_t, int64_t>>{{4, 1000}, {6, 3}});
+  CHECK(Json::parse(manifest::toJson(read))["steps"][0]["parallel_work"] == Json::parse("[[4, 1000], [6, 3]]"));
+  CHECK(refusal([&](Json &j) { split(j, Json::parse("[[4, 1000], [5, 3]]")); }) ==
+        "manifest: step 0.parallel_work's iterations do not add up to 'parallel'");
+  CHECK(refusal([&](Json &j) { split(j, Json::parse("[[4, 1000], [7, 3]]")); }) ==
+        "manifest: step 0.parallel_work[1]'s iterations are not within 'parallel'");
+  CHECK(refusal([&](Json &j) { split(j, Json::parse("[[4, 0], [6, 3]]")); }) ==
+        "manifest: step 0.parallel_work[0]'s work is not 1 to 2^30");
+  CHECK(refusal([&](Json &j) { split(j, Json::parse("[[4, 1000], [6, 3, 1]]")); }) ==
+        "manifest: step 0.parallel_work[1] is not [iterations, work]");
+  CHECK(refusal([&](Json &j) { split(j, Json::parse("[[10, 1]]")); }) ==
+        "manifest: step 0.parallel_work is not a list of 2 to 4096 pieces");
+  CHECK(refusal([&](Json &j) { split(j, Json::parse("[[4, 1000], [6, 3]]")); j["steps"][0].erase("parallel"); }) ==
+        "manifest: step 0.parallel_work without 'parallel'");
+}
+
+TEST_CASE("manifest: splitPoint shares out iterations, or work where the pieces say it", "[manifest]") {
+  using manifest::splitPoint;
+  // by iterations: n * t / parts, at multiples of 256 where every part has 256 or more
+  CHECK(splitPoint(135, 2, 0) == 0);
+  CHECK(splitPoint(135, 2, 1) == 67);
+  CHECK(splitPoint(135, 2, 2) == 135);
+  CHECK(splitPoint(300007, 2, 1) == 149760);
+  // by work: a channel cut's 31 tiles of 1000 and 104 rest rows of 3 (the split by iterations gave the second
+  // thread 36 of the 31,312)
+  std::vector<std::pair<int64_t, int64_t>> cut{{31, 1000}, {104, 3}};
+  CHECK(splitPoint(135, 2, 1, cut) == 16);
+  CHECK(splitPoint(135, 2, 2, cut) == 135);
+  CHECK(splitPoint(135, 3, 1, cut) == 10);
+  CHECK(splitPoint(135, 3, 2, cut) == 21);
+  // the cut falls inside the second piece where the first is light
+  CHECK(splitPoint(20, 2, 1, {{10, 1}, {10, 3}}) == 13); // (10 + 3 * 3 of the 40 before it)
+  // parts never go backwards, and the largest pieces do not overflow
+  std::vector<std::pair<int64_t, int64_t>> huge{{INT32_MAX - 1, int64_t(1) << 30}, {1, 1}};
+  int64_t prev = 0;
+  for (int64_t t = 0; t <= 1024; ++t) {
+    int64_t p = splitPoint(INT32_MAX, 1024, t, huge);
+    CHECK(p >= prev);
+    CHECK(p <= INT32_MAX);
+    prev = p;
+  }
+  CHECK(prev == INT32_MAX);
+}
+
+TEST_CASE("manifest: splitChunks cuts a split loop into chunks of like work", "[manifest]") {
+  using manifest::splitChunks;
+  using Cuts = std::vector<int64_t>;
+  CHECK(splitChunks(10, 2, 4) == Cuts{0, 1, 2, 3, 5, 6, 7, 8, 10});
+  CHECK(splitChunks(3, 2, 4) == Cuts{0, 1, 2, 3});
+  // 256 or more per thread: chunks at multiples of 256, the last one to the end
+  CHECK(splitChunks(300007, 2, 4) == Cuts{0, 37376, 74752, 112384, 149760, 187392, 224768, 262400, 300007});
+  // by work (31,312 in 8 chunks of 3,914): the 31 heavy tiles share out, the 104 light rows go with the last
+  CHECK(splitChunks(135, 2, 4, {{31, 1000}, {104, 3}}) == Cuts{0, 4, 8, 12, 16, 20, 23, 27, 135});
+  // a piece of 512 iterations or more is cut at a multiple of 256 of its own iterations (2 + 268 -> 2 + 256)
+  CHECK(splitChunks(1026, 2, 2, {{2, 1000}, {1024, 1}}) == Cuts{0, 1, 2, 258, 1026});
+}
