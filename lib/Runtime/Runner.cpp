@@ -142,7 +142,8 @@ using Entry = void (*)(void **, const int64_t *);
 /// ran no faster on 2 threads than on 1.
 class ThreadPool {
 public:
-  explicit ThreadPool(int n) : n_(std::max(1, n)) {
+  explicit ThreadPool(int n)
+      : n_(std::max(1, n)), spin_(static_cast<unsigned>(n_) <= std::max(1u, std::thread::hardware_concurrency())) {
     for (int t = 1; t < n_; ++t) workers_.emplace_back([this, t] { work(t); });
   }
   ~ThreadPool() {
@@ -174,8 +175,10 @@ private:
   /// How long a thread spins for what it waits for before it sleeps.
   static constexpr std::chrono::microseconds kSpin{300};
 
-  /// Spins until done() holds (true) or kSpin has passed (false).
-  template <class Done> static bool spinUntil(Done done) {
+  /// Spins until done() holds (true) or kSpin has passed (false); with more threads than cores, not at all (a
+  /// spinning thread would take a core from one that computes).
+  template <class Done> bool spinUntil(Done done) const {
+    if (!spin_) return done();
     auto start = std::chrono::steady_clock::now();
     for (;;) {
       for (int k = 0; k < 64; ++k) {
@@ -205,6 +208,7 @@ private:
     }
   }
   int n_;
+  bool spin_; ///< at most as many threads as cores
   std::vector<std::thread> workers_;
   std::mutex mu_;
   std::condition_variable wake_, done_;
