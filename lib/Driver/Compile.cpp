@@ -123,15 +123,14 @@ void emitKernels(Module &m, const Schedule &s) {
 Module compile(Graph g, const CompileOptions &o, std::ostream &out, std::ostream &err) {
   Module m;
   m.graph = std::move(g);
-  m.target = o.target;
+  m.target = PassTarget::forTarget(o.target->name, o.render.gridOnHost, o.render.cpu);
   m.render = o.render;
-  m.renderer = makeRenderer(*o.target, o.render);
-  m.passTarget = PassTarget::forTarget(o.target->name, o.render.gridOnHost, o.render.cpu);
+  m.renderer = makeRenderer(m.target, o.render);
   try {
-    runPipeline(m.graph, o.pipeline, o.instrumentation, out, err, m.passTarget);
+    runPipeline(m.graph, o.pipeline, o.instrumentation, out, err, m.target);
     if (o.renderingTail) {
       try {
-        runRenderingTail(m.graph, m.passTarget, o.pipeline);
+        runRenderingTail(m.graph, m.target, o.pipeline);
       } catch (const Error &e) {
         if (!o.tailMayFail) throw;
         m.notRendered = e.what();
@@ -147,7 +146,7 @@ Module compile(Graph g, const CompileOptions &o, std::ostream &out, std::ostream
 void renderKernels(Module &m) {
   const Schedule *s = m.schedule();
   if (!s) fail("the graph has no current schedule to render");
-  renderKernels(m, defaultArtifacts(*s, m.target->extension));
+  renderKernels(m, defaultArtifacts(*s, m.target.info->extension));
 }
 
 void renderKernels(Module &m, std::vector<KernelArtifact> artifacts) {
@@ -163,8 +162,8 @@ void renderKernels(Module &m, std::vector<KernelArtifact> artifacts) {
 void planArtifacts(Module &m) {
   const Schedule *s = m.schedule();
   if (!s) fail("the graph has no current schedule: no manifest");
-  m.artifacts = defaultArtifacts(*s, m.target->extension);
-  if (!m.target->gpu && !m.render.gridOnHost) return; // (no launches to read)
+  m.artifacts = defaultArtifacts(*s, m.target.info->extension);
+  if (!m.target.info->gpu && !m.render.gridOnHost) return; // (no launches to read)
   for (size_t i = 0; i < s->steps.size(); ++i)
     if (s->steps[i].kind == SchedStep::Kind::Kernel) launchFromIR(m.artifacts[i], s->steps[i].call);
 }
@@ -178,7 +177,7 @@ const std::string *Module::renderError() const {
 manifest::Manifest Module::manifestModel() const {
   const Schedule *s = schedule();
   if (!s) fail("the graph has no current schedule: no manifest");
-  return manifestOf(*s, target->id, artifacts, render.cpu, optsFrom.empty() ? nullptr : &optsFrom);
+  return manifestOf(*s, target.info->id, artifacts, render.cpu, optsFrom.empty() ? nullptr : &optsFrom);
 }
 
 std::string Module::manifestJson() const { return manifest::toJson(manifestModel()); }

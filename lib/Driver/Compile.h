@@ -49,9 +49,8 @@ struct ModuleKernel {
 /// A compiled graph.
 struct Module {
   Graph graph;
-  const TargetInfo *target = &kTargets[0];
+  PassTarget target; ///< the target's row and machine description (PassTarget::forTarget), what the passes read
   RenderOptions render;
-  PassTarget passTarget;
   std::shared_ptr<const Renderer> renderer; ///< the target's, made once (compile)
   std::string notRendered; ///< why the rendering tail could not run (only with tailMayFail)
   /// Per schedule step (copies: empty): its kernel file and symbol, GPU launches (renderKernels or planArtifacts).

@@ -474,7 +474,7 @@ void writeVizPage(const std::string &file, const std::string &input, const Modul
                   const std::string &failure) {
   VizInfo info;
   info.input = input;
-  info.target = m.target->name;
+  info.target = m.target.name;
   info.language = m.renderer->language();
   info.failure = failure;
   std::vector<VizKernelSource> sources;

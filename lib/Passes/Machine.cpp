@@ -89,8 +89,9 @@ void describeGpu(PassTarget &t) {
 
 PassTarget PassTarget::forTarget(std::string_view name, bool gridOnHost, std::string_view cpu) {
   PassTarget t;
-  t.name = std::string(name);
   const TargetInfo *info = findTarget(name); // (the driver checked the name; an unknown one gets C's defaults)
+  if (info) t.info = info;
+  t.name = std::string(name);
   describeHost(t);
   if ((info && info->machine == Machine::Gpu) || gridOnHost) describeGpu(t); // (--grid-on-host: a GPU's mapping)
   const bool llvmEmitter = info && info->emitter == Emitter::LLVM;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "IR/Graph.h"
+#include "Targets/Targets.h"
 
 #include <cstdint>
 #include <functional>
@@ -18,9 +19,13 @@
 
 namespace uopc {
 
-/// What a pass may know of the machine its kernels are rendered for. The defaults describe a CPU.
+/// The one description of a compile's target: its Targets.def row (name, kernel file extension, GPU or not,
+/// emitter, machine) and the machine description that row's machine column names (vector width, caches, GPU
+/// limits, probed here or planned: Passes/Machine.cpp). Passes read it; makeRenderer builds the renderer from
+/// it; the Module holds it. The defaults describe a CPU.
 struct PassTarget {
-  std::string name = "c";     ///< the --target name: c, llvm or ptx
+  const TargetInfo *info = &kTargets[0]; ///< the Targets.def row
+  std::string name = "c";     ///< info->name: c, llvm or ptx
   bool gpuGrid = false;       ///< kernels run as a grid of threads (ptx, llvm --grid-on-host)
   int vectorBytes = 32;       ///< the widest vector register the kernels may use
   int64_t maxThreadsPerBlock = 1; ///< GPU: threads in one block (1 on a CPU)

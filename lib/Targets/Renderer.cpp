@@ -1,5 +1,6 @@
 //===- Renderer.cpp - the C and LLVM renderers behind one interface -------===//
 #include "Targets/Renderer.h"
+#include "Passes/PassManager.h"
 
 #include "Targets/CTarget.h"
 
@@ -76,7 +77,8 @@ std::unique_ptr<Renderer> makeLLVMRenderer(const TargetInfo &t, const RenderOpti
 
 } // namespace
 
-std::unique_ptr<Renderer> makeRenderer(const TargetInfo &target, const RenderOptions &options) {
+std::unique_ptr<Renderer> makeRenderer(const PassTarget &t, const RenderOptions &options) {
+  const TargetInfo &target = *t.info;
   switch (target.id) {
 #define TARGET(Id, name, ext, gpu, emitter, machine, desc)                                                           \
   case Target::Id:                                                                                                   \

@@ -19,6 +19,8 @@
 
 namespace uopc {
 
+struct PassTarget; // (Passes/PassManager.h: the target description a renderer is built from)
+
 /// What the user asked of a target's renderer beyond the target itself (uopc's flags).
 struct RenderOptions {
   bool allowCustom = false;      ///< C: render CUSTOM ops, whose C comes from the graph (--allow-custom)
@@ -69,7 +71,8 @@ public:
   virtual std::string fileText(const RenderedKernel &k) const = 0;
 };
 
-/// The renderer of `target` with `options` (Targets.def's emitter column picks the factory).
-std::unique_ptr<Renderer> makeRenderer(const TargetInfo &target, const RenderOptions &options);
+/// The renderer of `target` (the one target description, whose Targets.def row's emitter column picks the
+/// factory) with `options`.
+std::unique_ptr<Renderer> makeRenderer(const PassTarget &target, const RenderOptions &options);
 
 } // namespace uopc

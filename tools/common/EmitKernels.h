@@ -24,7 +24,7 @@ inline void printKernels(Module &m, std::ostream &os, const std::string &open, c
                          const std::function<std::string(const RenderedKernel &)> &text) {
   const Schedule *s = m.schedule();
   if (!s) fail("the graph has no current schedule to render");
-  std::vector<KernelArtifact> named = defaultArtifacts(*s, m.target->extension);
+  std::vector<KernelArtifact> named = defaultArtifacts(*s, m.target.info->extension);
   for (size_t i = 0; i < s->steps.size(); ++i) {
     const SchedStep &st = s->steps[i];
     if (st.kind != SchedStep::Kind::Kernel) continue;
