@@ -653,6 +653,37 @@ struct Emitter {
   size_t loopCount = 0;
 };
 
+/// Per RANGE item of `items`, in order: test(r, k, body, numbers): r the RANGE, k its number among the RANGE
+/// items (the index into laneLoops and the like), body the items between it and its own END, numbers[j] the
+/// RANGE number of body[j] (SIZE_MAX for other items).
+template <class Test> std::vector<bool> perLoop(std::span<const UOp *const> items, Test test) {
+  std::vector<size_t> number(items.size(), SIZE_MAX);
+  for (size_t i = 0, k = 0; i < items.size(); ++i)
+    if (items[i]->op == Op::RANGE) number[i] = k++;
+  std::vector<bool> out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (items[i]->op != Op::RANGE) continue;
+    size_t end = i + 1;
+    for (size_t depth = 0; end < items.size(); ++end) {
+      if (items[end]->op == Op::RANGE) ++depth;
+      else if (items[end]->op == Op::END && depth-- == 0) break; // its own
+    }
+    out.push_back(test(items[i], number[i], items.subspan(i + 1, end - i - 1),
+                       std::span<const size_t>(number).subspan(i + 1, end - i - 1)));
+  }
+  return out;
+}
+
+/// A RANGE's constant trip count (nullopt: not a constant).
+std::optional<Bound> constTrips(const UOp *r) { return r->src(0)->op == Op::CONST ? constBound(r->src(0)) : std::nullopt; }
+
+/// A reduction loop (AxisType REDUCE) of 2 to 5 iterations: a window's.
+bool shortReduction(const UOp *r) {
+  auto n = constTrips(r);
+  return r->arg && r->arg->kind == ArgKind::Tuple && r->arg->count >= 2 && r->arg->elems()[1]->kind == ArgKind::AxisType &&
+         r->arg->elems()[1]->axisType() == AxisType::REDUCE && n && *n >= 2 && *n <= 5;
+}
+
 /// Per RANGE item of `items` (in order, as laneLoops): whether it is a reduction loop of 2 to 5 iterations
 /// (a 3x3 pooling window's rows or columns, a 5-channel LRN window) with no loop inside but others like it
 /// and vector lanes. gcc -O2 then unrolls it before it vectorizes, as -O3 does on its own, and vectorizes
@@ -660,33 +691,12 @@ struct Emitter {
 /// loop, about 124 unrolled (with kKernelOptFlags). A register tile's window loops, around its unrolled
 /// outer lanes, stay loops.
 std::vector<bool> windowLoops(std::span<const UOp *const> items, const std::vector<bool> &laneLoops) {
-  std::vector<bool> out;
-  std::vector<size_t> rangeIndex(items.size(), SIZE_MAX); // item -> its number among the RANGE items
-  for (size_t i = 0, k = 0; i < items.size(); ++i)
-    if (items[i]->op == Op::RANGE) rangeIndex[i] = k++;
-  auto small = [](const UOp *r) {
-    auto n = r->src(0)->op == Op::CONST ? constBound(r->src(0)) : std::nullopt;
-    return r->arg && r->arg->kind == ArgKind::Tuple && r->arg->count >= 2 && r->arg->elems()[1]->kind == ArgKind::AxisType &&
-           r->arg->elems()[1]->axisType() == AxisType::REDUCE && n && *n >= 2 && *n <= 5;
-  };
-  for (size_t i = 0; i < items.size(); ++i) {
-    const UOp *r = items[i];
-    if (r->op != Op::RANGE) continue;
-    bool ok = small(r);
-    size_t depth = 0;
-    for (size_t j = i + 1; ok && j < items.size(); ++j) {
-      const UOp *u = items[j];
-      if (u->op == Op::RANGE) {
-        ++depth;
-        ok = small(u) || laneLoops[rangeIndex[j]];
-      } else if (u->op == Op::END) {
-        if (depth == 0) break; // its own
-        --depth;
-      }
-    }
-    out.push_back(ok);
-  }
-  return out;
+  return perLoop(items, [&](const UOp *r, size_t, std::span<const UOp *const> body, std::span<const size_t> numbers) {
+    if (!shortReduction(r)) return false;
+    for (size_t j = 0; j < body.size(); ++j)
+      if (body[j]->op == Op::RANGE && !shortReduction(body[j]) && !laneLoops[numbers[j]]) return false;
+    return true;
+  });
 }
 
 /// Per RANGE item of `items` (in order, as laneLoops): whether it is a reduction loop of 2 to 5 iterations
@@ -699,37 +709,20 @@ std::vector<bool> windowLoops(std::span<const UOp *const> items, const std::vect
 /// lanes: Inception v2's 3x3 64 -> 192, DenseNet's 128 -> 32) ran no faster with its window loop unrolled.
 std::vector<bool> tileWindowLoops(std::span<const UOp *const> items, const std::vector<bool> &laneLoops,
                                   const std::vector<bool> &tileOuter) {
-  std::vector<bool> out;
-  std::vector<size_t> rangeIndex(items.size(), SIZE_MAX); // item -> its number among the RANGE items
-  for (size_t i = 0, k = 0; i < items.size(); ++i)
-    if (items[i]->op == Op::RANGE) rangeIndex[i] = k++;
-  auto size = [](const UOp *r) { return r->src(0)->op == Op::CONST ? constBound(r->src(0)) : std::nullopt; };
-  for (size_t i = 0; i < items.size(); ++i) {
-    const UOp *r = items[i];
-    if (r->op != Op::RANGE) continue;
-    auto n = size(r);
-    bool ok = r->arg && r->arg->kind == ArgKind::Tuple && r->arg->count >= 2 && r->arg->elems()[1]->kind == ArgKind::AxisType &&
-              r->arg->elems()[1]->axisType() == AxisType::REDUCE && n && *n >= 2 && *n <= 5;
+  return perLoop(items, [&](const UOp *r, size_t, std::span<const UOp *const> body, std::span<const size_t> numbers) {
+    if (!shortReduction(r)) return false;
     bool tile = false;
     int64_t lanes = 1;
-    size_t depth = 0;
-    for (size_t j = i + 1; ok && j < items.size(); ++j) {
-      const UOp *u = items[j];
-      if (u->op == Op::RANGE) {
-        size_t k = rangeIndex[j];
-        auto m = size(u);
-        ok = (tileOuter[k] || laneLoops[k]) && m && lanes * static_cast<int64_t>(*m) <= 64;
-        if (ok) lanes *= static_cast<int64_t>(*m);
-        tile = tile || tileOuter[k];
-        ++depth;
-      } else if (u->op == Op::END) {
-        if (depth == 0) break; // its own
-        --depth;
-      }
+    for (size_t j = 0; j < body.size(); ++j) {
+      if (body[j]->op != Op::RANGE) continue;
+      size_t k = numbers[j];
+      auto m = constTrips(body[j]);
+      if (!(tileOuter[k] || laneLoops[k]) || !m || lanes * static_cast<int64_t>(*m) > 64) return false;
+      lanes *= static_cast<int64_t>(*m);
+      tile = tile || tileOuter[k];
     }
-    out.push_back(ok && tile);
-  }
-  return out;
+    return tile;
+  });
 }
 
 /// Per RANGE item of `items` (in order, as laneLoops): whether it is an UPCAST loop of at most 16 lanes with
@@ -740,59 +733,43 @@ std::vector<bool> tileWindowLoops(std::span<const UOp *const> items, const std::
 /// stride-2 unit's 3x3 average pool over 16 merged pixels (its concatenation's piece), one thread, 490-586 ->
 /// 186-192 us (alternating, 4 rounds; gcc 0.14 -> 0.32 s for that kernel).
 std::vector<bool> gatherLaneLoops(std::span<const UOp *const> items, const std::vector<bool> &laneLoops) {
-  std::vector<bool> out;
-  std::vector<size_t> rangeIndex(items.size(), SIZE_MAX); // item -> its number among the RANGE items
-  for (size_t i = 0, k = 0; i < items.size(); ++i)
-    if (items[i]->op == Op::RANGE) rangeIndex[i] = k++;
-  for (size_t i = 0; i < items.size(); ++i) {
-    const UOp *r = items[i];
-    if (r->op != Op::RANGE) continue;
-    auto n = r->src(0)->op == Op::CONST ? constBound(r->src(0)) : std::nullopt;
-    bool ok = isUpcastRange(r) && n && *n >= 2 && *n <= 16 && !laneLoops[rangeIndex[i]], accumulates = false;
-    for (size_t j = i + 1; ok && j < items.size(); ++j) {
-      const UOp *u = items[j];
-      if (u->op == Op::END) break; // (its own)
-      if (u->op == Op::RANGE) ok = false;
+  return perLoop(items, [&](const UOp *r, size_t k, std::span<const UOp *const> body, std::span<const size_t>) {
+    auto n = constTrips(r);
+    if (!isUpcastRange(r) || !n || *n < 2 || *n > 16 || laneLoops[k]) return false;
+    bool accumulates = false;
+    for (const UOp *u : body) {
+      if (u->op == Op::RANGE) return false;
       if (u->op == Op::STORE && u->src(0)->op == Op::REDUCE) {
         std::vector<const UOp *> lanes = accumulatorLanes(u->src(0));
         accumulates = accumulates || std::find(lanes.begin(), lanes.end(), r) != lanes.end();
       }
     }
-    out.push_back(ok && accumulates);
-  }
-  return out;
+    return accumulates;
+  });
 }
 
 /// Per RANGE item of `items` (in order, as laneLoops): whether it is an UPCAST loop of constant size whose
 /// loops inside are all vector lanes (laneLoops) and one of them updates an accumulator (a STORE to a
 /// REDUCE): a register tile's outer lanes.
 std::vector<bool> tileOuterLoops(std::span<const UOp *const> items, const std::vector<bool> &laneLoops) {
-  std::vector<bool> out;
-  std::vector<size_t> rangeIndex(items.size(), SIZE_MAX); // item -> its number among the RANGE items
-  for (size_t i = 0, k = 0; i < items.size(); ++i)
-    if (items[i]->op == Op::RANGE) rangeIndex[i] = k++;
-  for (size_t i = 0; i < items.size(); ++i) {
-    const UOp *r = items[i];
-    if (r->op != Op::RANGE) continue;
-    bool ok = isUpcastRange(r) && r->src(0)->op == Op::CONST && !laneLoops[rangeIndex[i]];
+  return perLoop(items, [&](const UOp *r, size_t k, std::span<const UOp *const> body, std::span<const size_t> numbers) {
+    if (!isUpcastRange(r) || r->src(0)->op != Op::CONST || laneLoops[k]) return false;
     bool inner = false, accumulates = false;
     size_t depth = 0;
-    for (size_t j = i + 1; ok && j < items.size(); ++j) {
-      const UOp *u = items[j];
+    for (size_t j = 0; j < body.size(); ++j) {
+      const UOp *u = body[j];
       if (u->op == Op::RANGE) {
-        ++depth;
-        if (!laneLoops[rangeIndex[j]]) ok = false;
+        if (!laneLoops[numbers[j]]) return false;
         inner = true;
+        ++depth;
       } else if (u->op == Op::END) {
-        if (depth == 0) break; // its own
         --depth;
       } else if (depth > 0 && u->op == Op::STORE && u->src(0)->op == Op::REDUCE) {
         accumulates = true;
       }
     }
-    out.push_back(ok && inner && accumulates);
-  }
-  return out;
+    return inner && accumulates;
+  });
 }
 
 } // namespace
