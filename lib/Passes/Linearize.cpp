@@ -443,27 +443,23 @@ struct Linearizer {
     if (total < 2 || total > INT32_MAX) return body;
     if (storesMayRace(body)) return body;
     // the work, store by store (pieces of a split loop share their reduction ranges, and the work model
-    // places a shared range once: in the whole kernel every piece's reductions would count as the first's)
+    // places a shared range once: in the whole kernel every piece's reductions would count as the first's);
+    // per piece too: the work of one iteration of its loop (its stores' work over its trip count) goes in its
+    // THREAD range, so that the runner gives each thread a like share of the work, not of the iterations
+    // (threadWork: a channel cut's 31 tiles of 32 channels and its 104 rest rows of one channel laid end to
+    // end, split by iterations, left the second thread 0.8% of the work)
     int64_t work = 0;
+    std::map<const UOp *, int64_t> pieceWork;
     for (const UOp *e : body->src()) {
       KernelWork w = kernelWork(c.make(Op::SINK, body->dtype, {e}));
       auto ops = w.ops.constant(), loads = w.loads.constant();
       if (!ops || !loads) return body;
-      work = std::min<int64_t>(INT64_MAX / 4, work + std::min<int64_t>(*ops, INT64_MAX / 4) + std::min<int64_t>(*loads, INT64_MAX / 4));
+      int64_t storeWork = std::min<int64_t>(*ops, INT64_MAX / 4) + std::min<int64_t>(*loads, INT64_MAX / 4);
+      work = std::min<int64_t>(INT64_MAX / 4, work + storeWork);
+      int64_t &pw = pieceWork[e->src(1)];
+      pw = std::min<int64_t>(INT64_MAX / 4, pw + storeWork);
     }
     if (work < minWork) return body;
-    // pieces: the work of one iteration of each piece's loop (its stores' work over its trip count), so that
-    // the runner gives each thread a like share of the work, not of the iterations (threadWork: a channel
-    // cut's 31 tiles of 32 channels and its 104 rest rows of one channel laid end to end, split by
-    // iterations, left the second thread 0.8% of the work)
-    std::map<const UOp *, int64_t> pieceWork;
-    if (outer.size() > 1)
-      for (const UOp *e : body->src()) {
-        KernelWork w = kernelWork(c.make(Op::SINK, body->dtype, {e}));
-        int64_t &pw = pieceWork[e->src(1)];
-        pw = std::min<int64_t>(INT64_MAX / 4, pw + std::min<int64_t>(*w.ops.constant(), INT64_MAX / 4) +
-                                                   std::min<int64_t>(*w.loads.constant(), INT64_MAX / 4));
-      }
     std::unordered_map<const UOp *, const UOp *> to;
     int64_t offset = 0;
     for (const UOp *r : outer) {
