@@ -234,6 +234,57 @@ int64_t weightPanelBytes(const Shape &s, const std::vector<size_t> &weights, int
 double reductionWork(const std::optional<Shape> &s);
 double outputSize(const Shape &s);
 
+/// Cache blocks for a channel tile (output loop oa, its first `channels` iterations in blocks of `lanes`, the
+/// reads `weights` moving along it, reuse axis ra): the pixel rows rb outside the channel blocks. Without them
+/// the channel blocks are the outermost loop and each streams the whole input again: where the inputs outgrow
+/// half the L2, that is a read of the inputs from the L3 per block of lanes. block:rb:1 puts the rows
+/// outermost, so that each row's slab of the inputs stays in the L2 while every channel block reads it; where
+/// the weights outgrow a quarter of the L2, block:oa:B first (B channels, the most whose weights fit there, a
+/// multiple of the lanes), the rows inside each block of B. rb: the outermost output loop after oa, other than
+/// ra, that moves a non-weight read and no weight, of at least 8 rows. Only where the tile's work per byte of
+/// the inputs is low (under 4 multiply-adds a byte: a 1x1 convolution of stride 2). Measured on Emerald
+/// Rapids (2 MB L2), C, ResNet-50's downsampling pairs, 2 threads in the network: into 512 channels at 28x28
+/// (inputs 256 x 56 x 56 and 128 x 28 x 28, 3.6 MB, weights 768 KB, 16 blocks of 32 channels) 3.3 -> 1.8-1.9
+/// ms (B = 256 or none alike); into 1024 at 14x14 (inputs 1.8 MB, weights 3.1 MB) 2.10 -> 1.72 ms with B =
+/// 128 (1.84 with 256); into 2048 at 7x7, inputs 0.9 MB, no gain (1.88 -> 1.98-2.4).
+std::vector<Opt> chooseRowBlocks(const Shape &s, const std::vector<std::vector<std::optional<int64_t>>> &strides,
+                                 const std::vector<size_t> &weights, size_t oa, size_t ra, int64_t channels,
+                                 int64_t lanes, const PassTarget &target) {
+  if (channels / lanes < 2) return {};
+  int64_t inputs = 0, weightBytes = 0;
+  std::set<int64_t> seen;
+  for (size_t k = 0; k < s.reads.size(); ++k) {
+    const UOp *buf = s.reads[k]->src(0);
+    if (buf->op != Op::PARAM || !seen.insert(ParamArg::slotOf(buf->arg)).second) continue;
+    auto n = buf->nsrc ? constBound(buf->src(0)) : std::nullopt;
+    if (!n) return {};
+    int64_t bytes = std::min<int64_t>(static_cast<int64_t>(*n), INT64_C(1) << 40) * static_cast<int64_t>(dtypeSize(s.reads[k]->dtype));
+    (std::find(weights.begin(), weights.end(), k) != weights.end() ? weightBytes : inputs) += bytes;
+  }
+  // (and where a block's multiply-adds per byte of the inputs are too few to hide a stream from the L3: the
+  // downsampling pairs above have 2.7; ResNet-50's 3x3 stride-2 convolution 128 -> 128 at 28x28 has 18, 1.09 ->
+  // 0.99 ms blocked, within noise; VGG-19's 3x3 ones 72, 128 -> 128 at 112x112 12.4 -> 14.5 ms with B = 64)
+  double perByte = reductionWork(s) * static_cast<double>(lanes) / static_cast<double>(s.sizes[oa]) / static_cast<double>(std::max<int64_t>(inputs, 1));
+  if (inputs <= target.l2Bytes / 2 || perByte >= 4) return {};
+  int64_t perChannel = std::max<int64_t>(1, weightBytes / s.sizes[oa]), block = 0;
+  for (int64_t b = channels / lanes * lanes; b >= lanes && !block; b -= lanes)
+    if (channels % b == 0 && b * perChannel <= target.l2Bytes / 4) block = b;
+  if (block < 2 * lanes) return {};
+  for (size_t rb = oa + 1; rb < s.axes.size(); ++rb) {
+    if (rb == ra || s.sizes[rb] < 8) continue;
+    bool moves = false, fine = true;
+    for (size_t k = 0; k < s.reads.size(); ++k) {
+      bool w = std::find(weights.begin(), weights.end(), k) != weights.end();
+      if (!strides[k][rb] || (w && *strides[k][rb] != 0)) fine = false;
+      else if (!w && *strides[k][rb] != 0) moves = true;
+    }
+    if (!fine || !moves) continue;
+    if (block == channels) return {Opt{Opt::Block, rb, 1, 0}};
+    return {Opt{Opt::Block, oa, block, 0}, Opt{Opt::Block, rb, 1, 0}};
+  }
+  return {};
+}
+
 /// The channel tile: a kernel whose reductions read one or more buffers (weights) that move along an output
 /// loop `oa` (a convolution's output channels, a dense layer's outputs) while every other read stays put along
 /// it, and whose consecutive output loop is too short for the vector tile (a convolution's 56, 28, 14 or 7
@@ -376,6 +427,7 @@ std::optional<std::vector<Opt>> chooseChannelTile(Context &c, const Shape &s,
     for (size_t a = 0; a < s.axes.size(); ++a)
       if (interior[a] && a != *ra && !rowGated) opts.push_back({Opt::Split, a, interior[a]->first, interior[a]->second});
     if (amt > 1 && (lo > 0 || lo + cut < s.sizes[*ra])) opts.push_back({Opt::Split, *ra, lo, lo + cut});
+    for (const Opt &b : chooseRowBlocks(s, strides, weights, oa, *ra, chanCut, lanes, target)) opts.push_back(b);
     if (amt > 1) opts.push_back({Opt::Upcast, *ra, amt});
     opts.push_back({Opt::Upcast, oa, lanes}); // last: the innermost lanes
     for (size_t k : weights)
