@@ -170,6 +170,7 @@ manifest::Manifest manifestOf(const Schedule &s, Target target, const std::vecto
       j.parallel = kernelParallel(st.call);
       j.parallelWork = kernelParallelWork(st.call);
       j.opts = appliedOpts(kernelSink(st.call));
+      j.blocked = blockedArgs(kernelSink(st.call));
       if (optsFrom) j.optsFrom = optsFromOf(*optsFrom, j.kernel);
       j.once = st.once;
       KernelWork w = kernelWork(kernelSink(s.kernels[st.kernel].call));

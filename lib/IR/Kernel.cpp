@@ -87,15 +87,22 @@ int64_t rangeNumber(const UOp *r) {
              : static_cast<int64_t>(r->index);
 }
 
-std::vector<std::string> appliedOpts(const UOp *sink) {
+namespace {
+/// The strings of kernel SINK `sink`'s KernelInfo tuple field `field`, in order.
+std::vector<std::string> infoStrings(const UOp *sink, std::string_view field) {
   std::vector<std::string> out;
   const Arg *info = sink && sink->arg && sink->arg->kind == ArgKind::Record ? sink->arg : nullptr;
-  const Arg *opts = info ? info->field("applied_opts") : nullptr;
+  const Arg *opts = info ? info->field(field) : nullptr;
   if (opts && opts->kind == ArgKind::Tuple)
     for (const Arg *o : opts->elems())
       if (o->kind == ArgKind::String) out.emplace_back(o->str());
   return out;
 }
+} // namespace
+
+std::vector<std::string> appliedOpts(const UOp *sink) { return infoStrings(sink, "applied_opts"); }
+
+std::vector<std::string> blockedArgs(const UOp *sink) { return infoStrings(sink, "blocked"); }
 
 std::vector<const UOp *> accumulatorLanes(const UOp *reduce) {
   if (reduce->op != Op::REDUCE || reduce->nsrc == 0) return {};

@@ -25,7 +25,8 @@ constexpr FieldRow kFields[] = {
     {"KernelInfo", "name", Default::StrTest},      {"KernelInfo", "axis_types", Default::EmptyTuple},
     {"KernelInfo", "dont_use_locals", Default::False}, {"KernelInfo", "applied_opts", Default::EmptyTuple},
     {"KernelInfo", "opts_to_apply", Default::Null}, {"KernelInfo", "estimates", Default::Null},
-    {"KernelInfo", "beam", Default::Zero},         {"KernelInfo", "once", Default::False},         {"BufferizeOpts", "device", Default::Null},
+    {"KernelInfo", "beam", Default::Zero},         {"KernelInfo", "once", Default::False},
+    {"KernelInfo", "blocked", Default::EmptyTuple}, {"BufferizeOpts", "device", Default::Null},
     {"BufferizeOpts", "addrspace", Default::Global}, {"BufferizeOpts", "removable", Default::True},
 };
 

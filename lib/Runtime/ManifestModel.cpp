@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <climits>
 #include <cstring>
 #include <map>
@@ -415,6 +416,24 @@ struct Reader {
         st.opts.push_back(x.get<std::string>());
       }
     }
+    if (const Json *o = optField(s, "blocked")) {
+      if (!o->is_array()) fail("manifest: " + where + ".blocked is not a list of strings");
+      for (const Json &x : *o) {
+        if (!x.is_string()) fail("manifest: " + where + ".blocked is not a list of strings");
+        std::string b = x.get<std::string>();
+        // SLOT:L, an argument of the step and a block of at least 2 channels
+        size_t colon = b.find(':');
+        int64_t slot = -1, lanes = 0;
+        auto digits = [](std::string_view t, int64_t &v) {
+          auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+          return !t.empty() && ec == std::errc() && p == t.data() + t.size();
+        };
+        if (colon == std::string::npos || !digits(std::string_view(b).substr(0, colon), slot) ||
+            !digits(std::string_view(b).substr(colon + 1), lanes) || slot >= static_cast<int64_t>(st.args.size()) || lanes < 2)
+          fail("manifest: " + where + ".blocked entry '" + b.substr(0, 40) + "' is not SLOT:L of an argument of the step");
+        st.blocked.push_back(std::move(b));
+      }
+    }
     if (const Json *o = optField(s, "opts_from")) {
       if (!o->is_string()) fail("manifest: " + where + ".opts_from is not a string");
       st.optsFrom = o->get<std::string>();
@@ -678,6 +697,7 @@ std::string toJson(const Manifest &m) {
       }
       if (!s.opts.empty()) e["opts"] = s.opts;
       if (!s.optsFrom.empty()) e["opts_from"] = s.optsFrom;
+      if (!s.blocked.empty()) e["blocked"] = s.blocked;
       if (s.once) e["once"] = true;
       if (const Estimates *w = s.estimates ? &*s.estimates : nullptr)
         e["estimates"] = Json{{"ops", estimateJson(w->ops)},       {"loads", estimateJson(w->loads)},

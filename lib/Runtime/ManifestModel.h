@@ -107,6 +107,7 @@ struct Step {
   /// choice), "hand" (--kernel-opts), "search" (a tuning database entry a timed search wrote), "database" (an
   /// entry written without a search). Written as "opts_from".
   std::string optsFrom;
+  std::vector<std::string> blocked; ///< the blocked-layout pass's arguments in blocks of channels ("SLOT:L")
   /// Runs in the first run after the inputs are loaded only (a re-layout of weights; Schedule's SchedStep::once).
   bool once = false;
   std::optional<Estimates> estimates;

@@ -1,0 +1,293 @@
+//===- BlockedLayout.cpp - the `blocked-layout` pass: activations in blocks of channels ===//
+// Runs after optimize, on the opts it recorded. An intermediate buffer of C channel planes of P elements
+// (element c*P + p) is stored instead in blocks of L channels, NCHW[L]c as oneDNN, MLAS and TVM lay out
+// activations for CPUs: element (c / L)*P*L + p*L + c % L. The pass chooses it where a convolution writes
+// the buffer with a channel tile of L lanes (the optimizer's relayout opts: its lanes are L output channels of
+// one pixel) and only channel tiles read it. The writer's stores, which in planes put each of a pixel's L
+// channels in another plane (L scalar stores a pixel), become one vector store a pixel; a reader's broadcasts
+// of one channel's pixels become reads L elements apart whose lines the next L - 1 channels read again, where
+// in planes each channel's row lay a plane further. Measured on Emerald Rapids, C, alternating:
+// SqueezeNet's expand layers (16 -> 64 channels at 55x55), one thread, 218-274 -> 109-115 us; in the network
+// (2 threads) its fire modules' 1x1 convolutions 20-45% faster, the squeeze layers reading the concatenation
+// 20-30%; ResNet-50's kernels at 14x14 (channel tiles from the 1x1 convolutions on) 17-37% faster, C and LLVM.
+// (Chain of channel tiles only: at 56x56 and 28x28 ResNet-50's 1x1 convolutions take the pixels' vector tile,
+// which a blocked input would make read L elements apart.) `reduction=N` limits it to writers whose reduction
+// has fewer than N terms (0, the default: any).
+//
+// Every kernel that reads the buffer must read it only as a channel tile's other operand (a broadcast per
+// reduction step: its own relayout opts, the buffer not among them), ungated, at c*P + p with c in [0, C)
+// and p in [0, P) proven by the range analysis; its index becomes the blocked one (a division and a remainder
+// by L of the channel, once per reduction step). A buffer that one of them reads otherwise (a pool vectorized
+// along the pixels, a padded convolution's gated read), that is written by more than one kernel or is no
+// intermediate buffer keeps its planes. The writer and the readers record the choice in their KernelInfo:
+// blocked=("SLOT:L", ...), the argument and its block of channels.
+#include "IR/Error.h"
+#include "IR/Kernel.h"
+#include "IR/Range.h"
+#include "IR/Records.h"
+#include "Passes/Passes.h"
+#include "Passes/Rewrite.h"
+#include "Passes/Schedule.h" // (topLevelNodes)
+#include "Passes/Symbolic/Symbolic.h"
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+#include <optional>
+#include <set>
+#include <unordered_map>
+
+namespace uopc {
+namespace {
+
+/// "KIND:A:N" -> (A, N); nullopt for another kind or form.
+std::optional<std::pair<int64_t, int64_t>> optAxisAmount(std::string_view o, std::string_view kind) {
+  if (o.substr(0, kind.size()) != kind || o.size() <= kind.size() || o[kind.size()] != ':') return std::nullopt;
+  const char *p = o.data() + kind.size() + 1, *e = o.data() + o.size();
+  int64_t a = 0, n = 0;
+  auto r1 = std::from_chars(p, e, a);
+  if (r1.ec != std::errc() || r1.ptr == e || *r1.ptr != ':') return std::nullopt;
+  auto r2 = std::from_chars(r1.ptr + 1, e, n);
+  if (r2.ec != std::errc() || r2.ptr != e) return std::nullopt;
+  return std::pair{a, n};
+}
+
+/// A kernel's channel tile, from its applied opts: the lanes L of the loop its relayout opts name (the last
+/// upcast of that loop) and the arguments they re-lay out; nullopt for a kernel with no relayout opt.
+struct ChannelTile {
+  int64_t lanes = 0;
+  std::set<int64_t> weights;
+};
+std::optional<ChannelTile> channelTile(const UOp *sink) {
+  std::vector<std::string> opts = appliedOpts(sink);
+  ChannelTile t;
+  std::optional<int64_t> axis;
+  for (const std::string &o : opts)
+    if (auto r = optAxisAmount(o, "relayout")) axis = r->first, t.weights.insert(r->second);
+  if (!axis) return std::nullopt;
+  for (const std::string &o : opts)
+    if (auto u = optAxisAmount(o, "upcast"); u && u->first == *axis) t.lanes = u->second;
+  if (t.lanes < 2) return std::nullopt;
+  return t;
+}
+
+/// The INDEX nodes of argument `slot` in kernel SINK `sink`; `stored` tells whether one is a STORE's target.
+std::vector<const UOp *> accesses(const UOp *sink, int64_t slot, bool &stored) {
+  std::vector<const UOp *> out;
+  stored = false;
+  std::vector<const UOp *> nodes = toposort(sink);
+  for (const UOp *u : nodes)
+    if (u->op == Op::INDEX && u->src(0)->op == Op::PARAM && ParamArg::slotOf(u->src(0)->arg) == slot) out.push_back(u);
+  for (const UOp *u : nodes)
+    if (u->op == Op::STORE && std::find(out.begin(), out.end(), u->src(0)) != out.end()) stored = true;
+  return out;
+}
+
+struct Blocker {
+  Context &c;
+  RangeInfo ri;
+
+  /// index = P*chan + rest, the terms of its sum parted by whether their constant factor is a multiple of P
+  /// (a constant term by its quotient and remainder, truncated); nullopt unless chan is in [0, C) and rest in
+  /// [0, P) for every value of the kernel's loops, or the index is gated.
+  std::optional<std::pair<const UOp *, const UOp *>> planeSplit(const UOp *index, int64_t P, int64_t C) {
+    if (index->nsrc != 2) return std::nullopt; // (gated)
+    const UOp *idx = index->src(1);
+    for (const UOp *u : toposort(idx))
+      if (u->op == Op::CONST && u->arg && u->arg->kind == ArgKind::Invalid) return std::nullopt;
+    DType dt = idx->dtype;
+    const UOp *chan = c.constInt(dt, 0), *rest = c.constInt(dt, 0);
+    std::vector<const UOp *> work{idx};
+    while (!work.empty()) {
+      const UOp *t = work.back();
+      work.pop_back();
+      if (t->op == Op::ADD) {
+        work.push_back(t->src(0));
+        work.push_back(t->src(1));
+        continue;
+      }
+      if (auto k = constBound(t); k && fitsInt64(*k)) {
+        int64_t v = static_cast<int64_t>(*k), q = v / P;
+        chan = c.make(Op::ADD, dt, {chan, c.constInt(dt, q)});
+        rest = c.make(Op::ADD, dt, {rest, c.constInt(dt, v - q * P)});
+        continue;
+      }
+      if (t->op == Op::MUL)
+        for (int side = 0; side < 2; ++side)
+          if (auto k = constBound(t->src(side)); k && fitsInt64(*k) && static_cast<int64_t>(*k) % P == 0) {
+            const UOp *x = t->src(1 - side);
+            chan = c.make(Op::ADD, dt, {chan, c.make(Op::MUL, dt, {x, c.constInt(dt, static_cast<int64_t>(*k) / P)})});
+            t = nullptr;
+            break;
+          }
+      if (t) rest = c.make(Op::ADD, dt, {rest, t});
+    }
+    chan = simplified(chan);
+    rest = simplified(rest);
+    if (ri.vmin(chan) < 0 || ri.vmax(chan) >= C || ri.vmin(rest) < 0 || ri.vmax(rest) >= P) return std::nullopt;
+    return std::pair{chan, rest};
+  }
+
+  const UOp *simplified(const UOp *x) {
+    SymbolicCtx sc;
+    return simplifyWith(c, x, symRules(), &sc);
+  }
+
+  /// The blocked index of element chan*P + rest: (chan / L)*P*L + rest*L + chan % L, simplified.
+  const UOp *blocked(const UOp *chan, const UOp *rest, int64_t P, int64_t L) {
+    DType dt = chan->dtype;
+    const UOp *lc = c.constInt(dt, L);
+    const UOp *block = c.make(Op::MUL, dt, {c.make(Op::FLOORDIV, dt, {chan, lc}), c.constInt(dt, P * L)});
+    const UOp *pix = c.make(Op::MUL, dt, {rest, lc});
+    return simplified(c.make(Op::ADD, dt, {c.make(Op::ADD, dt, {block, pix}), c.make(Op::FLOORMOD, dt, {chan, lc})}));
+  }
+};
+
+/// The kernel SINK with its KernelInfo's `blocked` field given `entries` more.
+const UOp *recordBlocked(Context &c, const UOp *sink, const std::vector<std::string> &entries) {
+  std::vector<std::pair<std::string_view, const Arg *>> fields;
+  std::vector<const Arg *> list;
+  const Arg *info = sink->arg;
+  if (info && info->kind == ArgKind::Record)
+    for (size_t k = 0; k < info->count; ++k) {
+      if (info->keys()[k] != "blocked") fields.emplace_back(info->keys()[k], info->elems()[k]);
+      else if (info->elems()[k]->kind == ArgKind::Tuple)
+        for (const Arg *a : info->elems()[k]->elems()) list.push_back(a);
+    }
+  for (const std::string &e : entries) list.push_back(c.argString(e));
+  fields.emplace_back("blocked", c.argTuple(list));
+  return c.make(Op::SINK, sink->dtype, sink->src(), makeRecord(c, "KernelInfo", fields), sink->tag);
+}
+
+/// The number of terms of a kernel's longest reduction (the product of its REDUCEs' loop sizes, lanes
+/// apart), 0 when it has none.
+double reductionTerms(const UOp *sink) {
+  double most = 0;
+  for (const UOp *u : toposort(sink)) {
+    if (u->op != Op::REDUCE) continue;
+    double n = 1;
+    for (const UOp *r : u->src().subspan(1))
+      if (auto b = r->op == Op::RANGE && r->nsrc == 1 ? constBound(r->src(0)) : std::nullopt; b && !isUpcastRange(r))
+        n *= static_cast<double>(*b);
+    most = std::max(most, n);
+  }
+  return most;
+}
+
+} // namespace
+
+void runBlockedLayout(Graph &g, const PassContext &pc) {
+  int64_t maxTerms = pc.intOption("reduction", 0, 0, INT32_MAX);
+  if (pc.target.gpuGrid) return;
+  Context &c = *g.ctx;
+  std::vector<const UOp *> nodes = topLevelNodes(g.root);
+  // each intermediate BUFFER's uses: (kernel CALL, argument slot), and whether anything else uses it
+  auto baseOf = [](const UOp *a) {
+    while (a->op == Op::AFTER && a->nsrc >= 1) a = a->src(0);
+    return a->op == Op::BUFFER ? a : nullptr;
+  };
+  std::map<int64_t, const UOp *> buffers; // (by slot: a deterministic order)
+  std::unordered_map<const UOp *, std::vector<std::pair<const UOp *, int64_t>>> uses;
+  std::set<const UOp *> other;
+  for (const UOp *u : nodes) {
+    if (u->op == Op::BUFFER) buffers[ParamArg::slotOf(u->arg)] = u;
+    const UOp *sink = kernelSink(u);
+    for (size_t i = sink ? 1 : 0; i < u->nsrc; ++i) {
+      const UOp *b = baseOf(u->src(i));
+      if (!b) continue;
+      if (sink) uses[b].push_back({u, static_cast<int64_t>(i) - 1});
+      else if (!(u->op == Op::AFTER && i == 0)) other.insert(b); // (an AFTER's own buffer is no use)
+    }
+  }
+  Blocker bl{c, {}};
+  std::unordered_map<const UOp *, const UOp *> sinkOf; // a CALL -> its rewritten SINK
+  std::unordered_map<const UOp *, std::vector<std::string>> recorded;
+  for (const auto &[slot, buf] : buffers) {
+    if (other.count(buf) || !uses.count(buf)) continue;
+    auto size = buf->nsrc ? constBound(buf->src(0)) : std::nullopt;
+    if (!size || !fitsInt64(*size)) continue;
+    int64_t n = static_cast<int64_t>(*size);
+    // the one writer, a channel tile with a short reduction
+    const UOp *writer = nullptr;
+    int64_t writerSlot = -1;
+    bool ok = true;
+    for (const auto &[call, s] : uses[buf]) {
+      const UOp *sink = sinkOf.count(call) ? sinkOf[call] : kernelSink(call);
+      bool stored = false;
+      accesses(sink, s, stored);
+      if (!stored) continue;
+      if (writer) ok = false;
+      writer = call, writerSlot = s;
+    }
+    if (!ok || !writer) continue;
+    const UOp *wsink = sinkOf.count(writer) ? sinkOf[writer] : kernelSink(writer);
+    auto tile = channelTile(wsink);
+    double terms = reductionTerms(wsink);
+    if (!tile || terms <= 0 || (maxTerms > 0 && terms >= static_cast<double>(maxTerms))) continue;
+    int64_t L = tile->lanes;
+    // the plane: the largest stride of an upcast loop in the writer's stores (the channel lanes')
+    bool stored = false;
+    std::vector<const UOp *> wacc = accesses(wsink, writerSlot, stored);
+    int64_t P = 0;
+    for (const UOp *a : wacc)
+      for (const UOp *r : toposort(a))
+        if (isUpcastRange(r))
+          if (auto st = indexStride(a->src(1), r); st && *st > P) P = *st;
+    if (P < 2 || n % P || (n / P) % L) continue;
+    int64_t C = n / P;
+    // every access (the writer's and every reader's) as chan*P + rest, rewritten
+    std::unordered_map<const UOp *, std::unordered_map<const UOp *, const UOp *>> rewrites; // call -> INDEX -> new
+    for (const auto &[call, s] : uses[buf]) {
+      if (!ok) break;
+      const UOp *sink = sinkOf.count(call) ? sinkOf[call] : kernelSink(call);
+      if (call != writer) {
+        auto t = channelTile(sink);
+        if (!t || t->weights.count(s)) {
+          ok = false;
+          break;
+        }
+      }
+      bool st = false;
+      for (const UOp *a : accesses(sink, s, st)) {
+        auto parts = bl.planeSplit(a, P, C);
+        if (!parts) {
+          ok = false;
+          break;
+        }
+        const UOp *idx = bl.blocked(parts->first, parts->second, P, L);
+        // the writer's stores: whole vectors of lanes, no division left
+        if (call == writer)
+          for (const UOp *u : toposort(idx))
+            if (u->op == Op::FLOORDIV || u->op == Op::FLOORMOD) ok = false;
+        std::vector<const UOp *> src(a->src().begin(), a->src().end());
+        src[1] = idx;
+        rewrites[call][a] = c.make(Op::INDEX, a->dtype, src, a->arg, a->tag);
+      }
+    }
+    if (!ok) continue;
+    for (const auto &[call, sub] : rewrites) {
+      const UOp *sink = sinkOf.count(call) ? sinkOf[call] : kernelSink(call);
+      sinkOf[call] = substitute(c, sink, sub);
+    }
+    for (const auto &[call, s] : uses[buf]) recorded[call].push_back(std::to_string(s) + ":" + std::to_string(L));
+  }
+  if (sinkOf.empty()) return;
+  // the kernels with their new SINKs (and everything that refers to them)
+  std::unordered_map<const UOp *, const UOp *> now;
+  for (const UOp *u : nodes) {
+    std::vector<const UOp *> srcs(u->src().begin(), u->src().end());
+    for (size_t i = 0; i < srcs.size(); ++i)
+      if (auto it = now.find(srcs[i]); it != now.end()) srcs[i] = it->second;
+    if (auto it = sinkOf.find(u); it != sinkOf.end()) {
+      std::vector<std::string> entries = recorded[u];
+      std::sort(entries.begin(), entries.end());
+      entries.erase(std::unique(entries.begin(), entries.end()), entries.end());
+      srcs[0] = recordBlocked(c, it->second, entries);
+    }
+    const UOp *m = c.make(u->op, u->dtype, srcs, u->arg, u->tag);
+    if (m != u) now[u] = m;
+  }
+  if (auto it = now.find(g.root); it != now.end()) g.root = it->second;
+}
+
+} // namespace uopc
