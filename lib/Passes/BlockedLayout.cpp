@@ -15,11 +15,12 @@
 // has fewer than N terms (0, the default: any).
 //
 // Every kernel that reads the buffer must read it only as a channel tile's other operand (a broadcast per
-// reduction step: its own relayout opts, the buffer not among them), ungated, at c*P + p with c in [0, C)
-// and p in [0, P) proven by the range analysis; its index becomes the blocked one (a division and a remainder
-// by L of the channel, once per reduction step). A buffer that one of them reads otherwise (a pool vectorized
-// along the pixels, a padded convolution's gated read), that is written by more than one kernel or is no
-// intermediate buffer keeps its planes. The writer and the readers record the choice in their KernelInfo:
+// reduction step: its own relayout opts, the buffer not among them), at c*P + p with c in [0, C) for every
+// value of its loops and p in [0, P) wherever the read happens (a padded read's gates assumed), both proven
+// by the range analysis; its index becomes the blocked one (a division and a remainder by L of the channel,
+// once per reduction step), under the same gates. A buffer that one of them reads otherwise (a pool
+// vectorized along the pixels), that is written by more than one kernel or is no intermediate buffer keeps
+// its planes. The writer and the readers record the choice in their KernelInfo:
 // blocked=("SLOT:L", ...), the argument and its block of channels.
 #include "IR/Error.h"
 #include "IR/Kernel.h"
@@ -85,16 +86,19 @@ std::vector<const UOp *> accesses(const UOp *sink, int64_t slot, bool &stored) {
 
 struct Blocker {
   Context &c;
-  RangeInfo ri;
+  SymbolicCtx sc; ///< (its range analysis: one per Context)
 
-  /// index = P*chan + rest, the terms of its sum parted by whether their constant factor is a multiple of P
-  /// (a constant term by its quotient and remainder, truncated); nullopt unless chan is in [0, C) and rest in
-  /// [0, P) for every value of the kernel's loops, or the index is gated.
-  std::optional<std::pair<const UOp *, const UOp *>> planeSplit(const UOp *index, int64_t P, int64_t C) {
-    if (index->nsrc != 2) return std::nullopt; // (gated)
+  /// The INDEX `index` of element chan*P + rest, the terms of its sum parted by whether their constant factor
+  /// is a multiple of P (a constant term by its quotient and remainder, truncated), with chan in [0, C) for
+  /// every value of the kernel's loops and rest in [0, P) wherever the read happens (its gates assumed: a
+  /// padded read's WHERE(valid, i, Invalid) index or gate sources), rewritten to the blocked element; nullopt
+  /// otherwise.
+  const UOp *blockedIndex(const UOp *index, int64_t P, int64_t C, int64_t L) {
     const UOp *idx = index->src(1);
+    const UOp *valid = nullptr;
+    if (idx->op == Op::WHERE && isInvalidConst(idx->src(2))) valid = idx->src(0), idx = idx->src(1);
     for (const UOp *u : toposort(idx))
-      if (u->op == Op::CONST && u->arg && u->arg->kind == ArgKind::Invalid) return std::nullopt;
+      if (isInvalidConst(u)) return nullptr;
     DType dt = idx->dtype;
     const UOp *chan = c.constInt(dt, 0), *rest = c.constInt(dt, 0);
     std::vector<const UOp *> work{idx};
@@ -124,14 +128,19 @@ struct Blocker {
     }
     chan = simplified(chan);
     rest = simplified(rest);
-    if (ri.vmin(chan) < 0 || ri.vmax(chan) >= C || ri.vmin(rest) < 0 || ri.vmax(rest) >= P) return std::nullopt;
-    return std::pair{chan, rest};
+    if (sc.ranges.vmin(chan) < 0 || sc.ranges.vmax(chan) >= C) return nullptr;
+    std::vector<const UOp *> gates(index->src().begin() + 2, index->src().end());
+    const UOp *gated = valid ? c.make(Op::WHERE, dt, {valid, rest, makeInvalid(c, dt)}) : rest;
+    VRange r = indexRangeGivenGates(sc, c, gated, gates);
+    if (r.lo < 0 || r.hi >= P) return nullptr;
+    const UOp *b = blocked(chan, rest, P, L);
+    if (valid) b = c.make(Op::WHERE, dt, {valid, b, makeInvalid(c, dt)});
+    std::vector<const UOp *> src(index->src().begin(), index->src().end());
+    src[1] = b;
+    return c.make(Op::INDEX, index->dtype, src, index->arg, index->tag);
   }
 
-  const UOp *simplified(const UOp *x) {
-    SymbolicCtx sc;
-    return simplifyWith(c, x, symRules(), &sc);
-  }
+  const UOp *simplified(const UOp *x) { return simplifyWith(c, x, symRules(), &sc); }
 
   /// The blocked index of element chan*P + rest: (chan / L)*P*L + rest*L + chan % L, simplified.
   const UOp *blocked(const UOp *chan, const UOp *rest, int64_t P, int64_t L) {
@@ -249,19 +258,16 @@ void runBlockedLayout(Graph &g, const PassContext &pc) {
       }
       bool st = false;
       for (const UOp *a : accesses(sink, s, st)) {
-        auto parts = bl.planeSplit(a, P, C);
-        if (!parts) {
+        const UOp *b = bl.blockedIndex(a, P, C, L);
+        // (the writer's stores: whole vectors of lanes, no division left, ungated)
+        if (b && call == writer)
+          for (const UOp *u : toposort(b->src(1)))
+            if (u->op == Op::FLOORDIV || u->op == Op::FLOORMOD || u->op == Op::WHERE) b = nullptr;
+        if (!b) {
           ok = false;
           break;
         }
-        const UOp *idx = bl.blocked(parts->first, parts->second, P, L);
-        // the writer's stores: whole vectors of lanes, no division left
-        if (call == writer)
-          for (const UOp *u : toposort(idx))
-            if (u->op == Op::FLOORDIV || u->op == Op::FLOORMOD) ok = false;
-        std::vector<const UOp *> src(a->src().begin(), a->src().end());
-        src[1] = idx;
-        rewrites[call][a] = c.make(Op::INDEX, a->dtype, src, a->arg, a->tag);
+        rewrites[call][a] = b;
       }
     }
     if (!ok) continue;
