@@ -201,11 +201,13 @@ void runBlockedLayout(Graph &g, const PassContext &pc) {
   for (const UOp *u : nodes) {
     if (u->op == Op::BUFFER) buffers[ParamArg::slotOf(u->arg)] = u;
     const UOp *sink = kernelSink(u);
+    // (a kernel already linearized, its SINK inside a LINEAR, is no use the pass rewrites)
+    bool plain = sink && u->src(0) == sink;
     for (size_t i = sink ? 1 : 0; i < u->nsrc; ++i) {
       const UOp *b = baseOf(u->src(i));
       if (!b) continue;
-      if (sink) uses[b].push_back({u, static_cast<int64_t>(i) - 1});
-      else if (!(u->op == Op::AFTER && i == 0)) other.insert(b); // (an AFTER's own buffer is no use)
+      if (plain) uses[b].push_back({u, static_cast<int64_t>(i) - 1});
+      else if (sink || !(u->op == Op::AFTER && i == 0)) other.insert(b); // (an AFTER's own buffer is no use)
     }
   }
   Blocker bl{c, {}};
@@ -242,7 +244,7 @@ void runBlockedLayout(Graph &g, const PassContext &pc) {
       for (const UOp *r : toposort(a))
         if (isUpcastRange(r))
           if (auto st = indexStride(a->src(1), r); st && *st > P) P = *st;
-    if (P < 2 || n % P || (n / P) % L) continue;
+    if (P < 2 || n % P || (n / P) % L || P > (INT64_C(1) << 40) / L) continue;
     int64_t C = n / P;
     // every access (the writer's and every reader's) as chan*P + rest, rewritten
     std::unordered_map<const UOp *, std::unordered_map<const UOp *, const UOp *>> rewrites; // call -> INDEX -> new
