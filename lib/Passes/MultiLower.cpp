@@ -53,6 +53,7 @@
 // Precondition: pad_fill invalid (run invalid-pad first; the pass refuses a zero-fill graph) and a graph
 // that verifies. Ops tinygrad refuses on sharded values (PAD/FLIP of the sharded axis, SHRINK of part of a
 // shard, a CALL of a sharded value) are refused with an Error naming the node.
+#include "IR/Collective.h"
 #include "IR/Error.h"
 #include "IR/Records.h"
 #include "IR/Shape.h"
@@ -73,6 +74,7 @@ using namespace padforms;
 struct MultiState {
   Graph *g;
   ShapeInfo *shapes;
+  bool keepCollectives = false; ///< a CPU target: an allreduce among its own devices stays one ALLREDUCE
 
   [[noreturn]] void error(const UOp *u, const std::string &msg) const { fail(g->describe(u) + ": " + msg); }
   const Shape &shape(const UOp *u) const {
@@ -306,6 +308,16 @@ const UOp *lowerSharded(Match &m) {
   }
 }
 
+/// The dtypes a kept allreduce may have: those the runner reduces and MPI has a type for (no half, bfloat16,
+/// fp8 or 128/256-bit integers: their allreduce stays copies and kernels).
+bool collectiveDType(DType dt) {
+  switch (dt) {
+  case DType::Int8: case DType::UInt8: case DType::Int16: case DType::UInt16: case DType::Int32: case DType::UInt32:
+  case DType::Int64: case DType::UInt64: case DType::Float32: case DType::Float64: return true;
+  default: return false;
+  }
+}
+
 enum class RingMode { Auto, Off, Force };
 
 RingMode ringMode() {
@@ -335,20 +347,13 @@ const UOp *ringAllreduce(Context &ctx, const UOp *buf, Op rop, const Arg *dest, 
   auto copyOne = [&](const UOp *x, int64_t d) {
     return ctx.make(Op::COPY, dt, {x}, encodeDevices(ctx, {devs[static_cast<size_t>(d % nd)]}, false));
   };
-  int64_t factor = 1;
-  for (int64_t f : {32, 16, 8, 4, 2})
-    if (numel % f == 0) {
-      factor = f;
-      break;
-    }
-  int64_t base = numel / factor / nd, left = numel / factor % nd;
+  std::vector<int64_t> starts = ringChunkStarts(numel, nd);
   const UOp *flat = ctx.make(Op::RESHAPE, dt, {buf, shapeOperand(ctx, Shape{W(numel)})});
   const Shape flatShape{W(numel)};
   bool toOne = dest->kind == ArgKind::String;
   std::vector<std::pair<const UOp *, std::pair<int64_t, int64_t>>> gathered; // (chunk value, [s, e))
-  int64_t s = 0;
   for (int64_t i = 0; i < nd; ++i) {
-    int64_t e = s + (i < left ? base + 1 : base) * factor;
+    int64_t s = starts[static_cast<size_t>(i)], e = starts[static_cast<size_t>(i) + 1];
     if (e == s) continue;
     const UOp *chunk =
         ctx.make(Op::SHRINK, dt, {flat, shapeOperand(ctx, Shape{W(s)}), shapeOperand(ctx, Shape{W(e - s)})});
@@ -372,7 +377,6 @@ const UOp *ringAllreduce(Context &ctx, const UOp *buf, Op rop, const Arg *dest, 
       got = ctx.make(Op::MSTACK, dt, parts);
     }
     gathered.push_back({got, {s, e}});
-    s = e;
   }
   // reassemble: nested where over the chunks' pad masks, the last one zero-filled
   const UOp *acc = nullptr;
@@ -414,12 +418,15 @@ const UOp *lowerCopies(Match &m) {
     if (x->op != Op::MSTACK) return nullptr;
     return x->src(static_cast<size_t>(u->arg->i()));
   case Op::ALLREDUCE: {
-    if (x->op == Op::MULTI) return nullptr;
+    if (x->op == Op::MULTI || u->arg->count == 3) return nullptr; // (3: a collective kept whole, below)
     int64_t nd = st.ndev(x);
     if (nd <= 1) return nullptr;
     Op rop = u->arg->elems()[0]->op();
     const Arg *dest = u->arg->elems()[1];
     const UOp *buf = ctx.make(Op::CONTIGUOUS, x->dtype, {x});
+    const auto &devs = st.devices(x);
+    bool sameDevices = dest->kind != ArgKind::String && decodeDevices(dest) == devs;
+    bool ring = false;
     if (RingMode mode = ringMode(); mode != RingMode::Off) {
       const Shape &shape = st.shape(x);
       std::optional<int64_t> numel = 1;
@@ -427,12 +434,15 @@ const UOp *lowerCopies(Match &m) {
         auto c = dimConst(d);
         numel = c && numel ? std::optional<int64_t>(*numel * *c) : std::nullopt;
       }
-      const auto &devs = st.devices(x);
-      bool destOk = dest->kind == ArgKind::String || decodeDevices(dest) == devs;
+      bool destOk = dest->kind == ArgKind::String || sameDevices;
       bool big = nd > 2 && numel && *numel > ringThreshold();
-      if (numel && *numel > 0 && destOk && (mode == RingMode::Force || big))
+      ring = numel && *numel > 0 && destOk && (mode == RingMode::Force || big);
+      if (ring && !(st.keepCollectives && sameDevices && collectiveDType(x->dtype)))
         return ringAllreduce(ctx, buf, rop, dest, devs, shape, *numel);
     }
+    if (st.keepCollectives && sameDevices && collectiveDType(x->dtype)) // one step: the runner reduces
+      return ctx.make(Op::ALLREDUCE, x->dtype, {buf},
+                      ctx.argTuple({u->arg->elems()[0], dest, ctx.argString(ring ? "ring" : "devices")}));
     const UOp *acc = nullptr;
     for (int64_t i = 0; i < nd; ++i) {
       const UOp *c = ctx.make(Op::COPY, x->dtype, {mselect(ctx, buf, i)}, dest);
@@ -484,7 +494,7 @@ const RuleSet &symbolicMultiRules() {
 
 } // namespace
 
-void runMultiLower(Graph &g, const PassContext &) {
+void runMultiLower(Graph &g, const PassContext &pc) {
   bool any = false;
   for (const UOp *u : toposort(g.root))
     if (u->op == Op::MULTI || u->op == Op::MSELECT || u->op == Op::MSTACK || u->op == Op::ALLREDUCE ||
@@ -494,7 +504,7 @@ void runMultiLower(Graph &g, const PassContext &) {
   if (g.padFill != PadFill::Invalid)
     fail("multi-lower needs a graph with pad_fill invalid (run invalid-pad first): its unshard PADs fill Invalid");
   ShapeInfo shapes(g);
-  MultiState st{&g, &shapes};
+  MultiState st{&g, &shapes, !pc.target.info->gpu && pc.intOption("collectives", 1, 0, 1) == 1};
   RewriteOptions o;
   o.sourcesFirst = &shardRules();
   o.user = &st;
@@ -503,7 +513,7 @@ void runMultiLower(Graph &g, const PassContext &) {
   o.sourcesFirst = &symbolicMultiRules();
   root = graphRewrite(*g.ctx, root, o);
   for (const UOp *u : toposort(root))
-    if (u->op == Op::MULTI || u->op == Op::MSELECT || u->op == Op::MSTACK || u->op == Op::ALLREDUCE)
+    if (u->op == Op::MULTI || u->op == Op::MSELECT || u->op == Op::MSTACK || (u->op == Op::ALLREDUCE && u->arg->count != 3))
       fail("multi-lower left a " + std::string(opName(u->op)) + " behind: " + g.describe(u));
   g.root = root;
 }

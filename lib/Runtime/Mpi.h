@@ -9,8 +9,13 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace uopc {
+
+/// The element types and reductions of Comm::allreduce (the plugin's codes: MpiPlugin.cpp maps them to MPI's).
+enum class MpiType { Int8, UInt8, Int16, UInt16, Int32, UInt32, Int64, UInt64, Float32, Float64 };
+enum class MpiReduction { Sum, Max, Prod };
 
 class Comm {
 public:
@@ -22,6 +27,11 @@ public:
   virtual void send(const void *data, uint64_t bytes, int to) = 0;
   virtual void recv(void *data, uint64_t bytes, int from) = 0;
   virtual void bcast(void *data, uint64_t bytes, int root) = 0;
+  /// A communicator of `ranks` (increasing) for allreduce(): collective, so every rank calls it with the same
+  /// list at the same point (non-members too); returns its handle, 0 for all ranks (MPI_COMM_WORLD).
+  virtual int group(const std::vector<int> &ranks) = 0;
+  /// MPI_Allreduce in place of `count` elements among the ranks of `group` (this rank one of them).
+  virtual void allreduce(void *data, uint64_t count, MpiType type, MpiReduction op, int group) = 0;
   /// Ends every rank of the job (MPI_Abort); does not return.
   [[noreturn]] virtual void abort(int code) = 0;
   /// MPI_Finalize (the destructor does it too).
