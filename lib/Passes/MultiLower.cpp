@@ -13,16 +13,22 @@
 //      STORE / AFTER:        write the shard into the shard buffer
 //      COPY of one device's value onto several: MSTACK of one COPY per device; several to one: MSELECT(0)
 //      MSELECT(MSTACK(s...), i) -> s_i
-//      ALLREDUCE(x):         naive allreduce, op-fold of COPY(MSELECT(x, i), dest) over the devices, or
-//                            the ring allreduce for large buffers (below)
+//      ALLREDUCE(x):         on CPU targets, among x's own devices and of a dtype MPI has (8- to 64-bit
+//                            integers, float32, float64): kept whole, ALLREDUCE(CONTIGUOUS(x))[op, devices,
+//                            order], order "ring" where the rule below picks the ring, else "devices": one
+//                            manifest step the runner performs (in that order; under mpirun MPI_Allreduce,
+//                            docs/schedule.md). Otherwise (option collectives=0, a GPU target, one
+//                            destination device, other devices, another dtype): the naive allreduce, op-fold
+//                            of COPY(MSELECT(x, i), dest) over the devices, or the ring allreduce for large
+//                            buffers (below)
 // 2. The symbolic form (tinygrad's symbolic_multi_pm):
 //      MULTI(x, axis)        -> PAD(x, axis offset shard*_device_num, full size): other shards Invalid
 //      MSELECT(x, i)         -> where(_device_num == i, x, Invalid)
 //      MSTACK(s0..sn)        -> where(_device_num == 0, s0, where(_device_num == 1, s1, ... Invalid))
 //    (the STACK(s...).index(_device_num) form of the seed is lowered straight to the nested where).
 //
-// What remains for kernel split: no MULTI, MSELECT, MSTACK or ALLREDUCE. Cross-device movement is only
-// COPY: to one device (its source is a `_device_num == i` gated value or a single-device one: the copy
+// What remains for kernel split: no MULTI, MSELECT or MSTACK, and ALLREDUCE only kept whole (its arg's third
+// entry, the order). Other cross-device movement is COPY: to one device (its source is a `_device_num == i` gated value or a single-device one: the copy
 // reads the device that holds the data), or to several devices from a value on the same number of devices
 // (a per-device copy). `_device_num` (PARAM weakint, slot -1, vmin_vmax [0, ndev-1]) appears in PAD/SHRINK
 // offsets and WHERE gates; every node is evaluated once per device with it bound.

@@ -3,7 +3,8 @@
 // fills a Manifest from its schedule and writes it with toJson; `uopc-run` (and its safetensors binding)
 // read it back with fromJson, which refuses, with one clear message (uopc::Error), anything that would let
 // a run go wrong: unknown references (slots, buffer ids, devices, variables), sizes that disagree with
-// their dtype or overflow, intermediates outside their arena, copies larger than their buffers, empty
+// their dtype or overflow, intermediates outside their arena, copies larger than their buffers, allreduce
+// steps whose shards are not one per device of their dtype and size (or that overlap their results), empty
 // variable ranges, duplicate names, paths leaving the output directory, bad launch geometry. A field only
 // the writer needs (a device's dir, a buffer's lifetimes, a step's estimates) is optional when reading
 // and checked when given, so hand-written manifests stay short. checkSignatures then checks the manifest

@@ -2,7 +2,8 @@
 // `mpirun -np N uopc-run MANIFEST ...` runs manifest device d on rank d % N (Runner.h, docs/distributed.md).
 // MPI is loaded only when uopc-run was launched by an MPI launcher with more than one process: the plugin
 // libuopc-mpi.so (lib/Runtime/Mpi/MpiPlugin.cpp, built when CMake finds MPI) links libmpi, so a plain run maps
-// no MPI library. Every call is blocking; an MPI error aborts the job (MPI_ERRORS_ARE_FATAL), and so does
+// no MPI library. An allreduce step is one MPI_Allreduce among the ranks holding its devices (group()).
+// Every call is blocking; an MPI error aborts the job (MPI_ERRORS_ARE_FATAL), and so does
 // abort(): a failing rank never leaves the others waiting.
 #pragma once
 

@@ -1,6 +1,7 @@
 //===- MpiPlugin.cpp - libuopc-mpi.so: the MPI calls uopc-run's ranks make (Runtime/Mpi.h) ===//
 // A C interface (no exception crosses it): uopc-run dlopens this only under an MPI launcher. Messages over
-// 1 GiB go in parts (MPI counts are int). MPI_COMM_WORLD keeps MPI_ERRORS_ARE_FATAL: any error ends the job.
+// 1 GiB (allreduces over 2^30 elements) go in parts (MPI counts are int). An allreduce step's ranks get a
+// communicator of their own (MPI_Comm_split, made by every rank in step order) unless they are all ranks. MPI_COMM_WORLD keeps MPI_ERRORS_ARE_FATAL: any error ends the job.
 #define OMPI_SKIP_MPICXX 1 // (the C interface only: MPI::MPI_C links no C++ bindings)
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
