@@ -18,7 +18,7 @@
 //                            order], order "ring" where the rule below picks the ring, else "devices": one
 //                            manifest step the runner performs (in that order; under mpirun MPI_Allreduce,
 //                            docs/schedule.md). Otherwise (option collectives=0, a GPU target, one
-//                            destination device, other devices, another dtype): the naive allreduce, op-fold
+//                            destination device, other devices, a symbolic size, another dtype): the naive allreduce, op-fold
 //                            of COPY(MSELECT(x, i), dest) over the devices, or the ring allreduce for large
 //                            buffers (below)
 // 2. The symbolic form (tinygrad's symbolic_multi_pm):
@@ -431,22 +431,23 @@ const UOp *lowerCopies(Match &m) {
     const Arg *dest = u->arg->elems()[1];
     const UOp *buf = ctx.make(Op::CONTIGUOUS, x->dtype, {x});
     const auto &devs = st.devices(x);
+    const Shape &shape = st.shape(x);
+    std::optional<int64_t> numel = 1;
+    for (const UOp *d : shape) {
+      auto c = dimConst(d);
+      numel = c && numel ? std::optional<int64_t>(*numel * *c) : std::nullopt;
+    }
     bool sameDevices = dest->kind != ArgKind::String && decodeDevices(dest) == devs;
+    // kept whole: among its own devices, of a constant size (a manifest step's) and a dtype the runner reduces
+    bool keep = st.keepCollectives && sameDevices && numel && *numel > 0 && collectiveDType(x->dtype);
     bool ring = false;
     if (RingMode mode = ringMode(); mode != RingMode::Off) {
-      const Shape &shape = st.shape(x);
-      std::optional<int64_t> numel = 1;
-      for (const UOp *d : shape) {
-        auto c = dimConst(d);
-        numel = c && numel ? std::optional<int64_t>(*numel * *c) : std::nullopt;
-      }
       bool destOk = dest->kind == ArgKind::String || sameDevices;
       bool big = nd > 2 && numel && *numel > ringThreshold();
       ring = numel && *numel > 0 && destOk && (mode == RingMode::Force || big);
-      if (ring && !(st.keepCollectives && sameDevices && collectiveDType(x->dtype)))
-        return ringAllreduce(ctx, buf, rop, dest, devs, shape, *numel);
+      if (ring && !keep) return ringAllreduce(ctx, buf, rop, dest, devs, shape, *numel);
     }
-    if (st.keepCollectives && sameDevices && collectiveDType(x->dtype)) // one step: the runner reduces
+    if (keep) // one step: the runner reduces
       return ctx.make(Op::ALLREDUCE, x->dtype, {buf},
                       ctx.argTuple({u->arg->elems()[0], dest, ctx.argString(ring ? "ring" : "devices")}));
     const UOp *acc = nullptr;
