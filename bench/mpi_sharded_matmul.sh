@@ -26,16 +26,19 @@ PYTHONPATH="$SRC/python" "$BUILD/tinygrad-venv/bin/python" "$W/export_mm.py" "$W
 RUN=("$BUILD/uopc-run" "$W/out/manifest.json" --inputs "$W/exported/inputs.safetensors")
 "${RUN[@]}" --outputs "$W/warm.safetensors" # (builds the kernels into the cache)
 /usr/bin/time -f "one process: %e s wall" "${RUN[@]}" --outputs "$W/one.safetensors"
+T0=$(date +%s.%N)
 /usr/bin/time -f "mpirun -np 2: %e s wall" "${MPIRUN[@]}" "${RUN[@]}" --outputs "$W/two.safetensors" -v
+HALF=$(echo "($(date +%s.%N) - $T0) / 2" | bc -l)
 cmp "$W/one.safetensors" "$W/two.safetensors" && echo "outputs: identical"
-# a rank killed mid-run
+# a rank killed mid-run (half way through a run as long as the one above)
 "${MPIRUN[@]}" "${RUN[@]}" --outputs "$W/killed.safetensors" > "$W/kill.out" 2> "$W/kill.err" &
 MP=$!
-sleep 6
+sleep "$HALF"
 R1=""
 for p in $(pgrep -P $MP); do
-  tr '\0' '\n' < /proc/$p/environ | grep -qx OMPI_COMM_WORLD_RANK=1 && R1=$p
+  tr '\0' '\n' < /proc/$p/environ 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=1 && R1=$p
 done
+if [ -z "$R1" ]; then echo "rank 1 had ended before the kill"; wait $MP || true; exit 0; fi
 T0=$(date +%s.%N); kill -9 "$R1"
 RC=0; wait $MP || RC=$?
 T1=$(date +%s.%N)

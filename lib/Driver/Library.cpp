@@ -2,6 +2,7 @@
 #include "Driver/Library.h"
 
 #include "Driver/Params.h"
+#include "IR/Collective.h"
 #include "IR/Error.h"
 #include "Runtime/Safetensors.h"
 #include "Targets/CTarget.h"
@@ -47,6 +48,44 @@ std::string identifier(std::string_view s, std::string_view prefix) { return cId
 std::string commentSafe(std::string_view s) { return cComment(s); }
 
 std::string paramName(const Param &p) { return p.name ? *p.name : "slot" + std::to_string(p.slot); }
+
+/// The C of allreduce step `s` (number `i`): element by element, the shards reduced in the step's order (as
+/// uopc-run reduces them in one process: Runtime/Runner.cpp) and the result stored to every device. Each
+/// element's shards are read before any destination is written, so a destination that is its own shard
+/// (in place) is safe.
+template <class Pointer>
+void allreduceLines(std::ostream &c, const Step &s, size_t i, const std::string &indent, const Pointer &pointer) {
+  std::string t = elementType(s.dtype);
+  size_t n = s.srcs.size();
+  c << indent << "{ /* step " << i << ": " << commentSafe(s.label()) << " of " << s.numel << " " << dtypeName(s.dtype)
+    << (s.ring ? ", ring order" : "") << " */\n";
+  for (size_t d = 0; d < n; ++d)
+    c << indent << "  const " << t << " *s" << d << " = (const " << t << " *)" << pointer(s.srcs[d]) << ";\n";
+  for (size_t d = 0; d < n; ++d) c << indent << "  " << t << " *d" << d << " = (" << t << " *)" << pointer(s.dsts[d]) << ";\n";
+  auto combine = [&](const std::string &x) {
+    switch (s.op) {
+    case manifest::ReduceOp::Add: return "a = a + " + x + ";";
+    case manifest::ReduceOp::Mul: return "a = a * " + x + ";";
+    case manifest::ReduceOp::Max: return "a = (a < " + x + " ? " + x + " : a);";
+    }
+    return std::string();
+  };
+  auto loop = [&](int64_t lo, int64_t hi, size_t first) {
+    c << indent << "  for (int64_t e = " << lo << "; e < " << hi << "; ++e) {\n" << indent << "    " << t << " a = s" << first << "[e];";
+    for (size_t k = 1; k < n; ++k) c << " " << combine("s" + std::to_string((first + k) % n) + "[e]");
+    c << "\n" << indent << "   ";
+    for (size_t d = 0; d < n; ++d) c << " d" << d << "[e] = a;";
+    c << "\n" << indent << "  }\n";
+  };
+  if (!s.ring) {
+    loop(0, s.numel, 0);
+  } else {
+    std::vector<int64_t> starts = ringChunkStarts(s.numel, static_cast<int64_t>(n));
+    for (size_t k = 0; k < n; ++k)
+      if (starts[k + 1] > starts[k]) loop(starts[k], starts[k + 1], k);
+  }
+  c << indent << "}\n";
+}
 
 /// Field names of one struct: each parameter's (or variable's) name as a C identifier, made distinct.
 class FieldNames {
@@ -235,6 +274,10 @@ void writeLibrary(const Module &module, const LibraryOptions &o, OutputDir &out)
     if (plan.folded.count(i)) continue;
     const Step &s = m.steps[i];
     std::vector<Ref> refs = s.isCopy() ? std::vector<Ref>{s.src, s.dst} : s.args;
+    if (s.isAllreduce()) {
+      refs = s.srcs;
+      refs.insert(refs.end(), s.dsts.begin(), s.dsts.end());
+    }
     for (const Ref &r : refs) {
       if (r.isParam || bakedBuffer.count({r.index, r.dev})) continue;
       const manifest::Buffer &b = m.buffers[r.index];
@@ -383,7 +426,7 @@ void writeLibrary(const Module &module, const LibraryOptions &o, OutputDir &out)
   std::set<std::string> done;
   for (size_t i = 0; i < m.steps.size(); ++i) {
     const Step &s = m.steps[i];
-    if (s.isCopy() || plan.folded.count(i) || !done.insert(s.file).second) continue;
+    if (!s.isKernel() || plan.folded.count(i) || !done.insert(s.file).second) continue;
     if (s.symbol.rfind(N + "_", 0) == 0)
       fail("--emit library: kernel symbol " + quote(s.symbol) + " would clash with the library's names: choose another --name");
     auto it = kernelOf.find(s.file);
@@ -500,6 +543,12 @@ void writeLibrary(const Module &module, const LibraryOptions &o, OutputDir &out)
       if (isBakedRef(s.dst)) fail("--emit library: step " + std::to_string(i) + " copies into a baked-in parameter");
       c2 << indent << "memmove(" << pointer(s.dst) << ", " << pointer(s.src) << ", " << s.bytes << "); /* step " << i << ": copy "
          << commentSafe(m.describe(s.src)) << " -> " << commentSafe(m.describe(s.dst)) << " */\n";
+      return;
+    }
+    if (s.isAllreduce()) {
+      for (const Ref &r : s.dsts)
+        if (isBakedRef(r)) fail("--emit library: step " + std::to_string(i) + " reduces into a baked-in parameter");
+      allreduceLines(c2, s, i, indent, pointer);
       return;
     }
     std::string args;

@@ -145,7 +145,22 @@ manifest::Manifest manifestOf(const Schedule &s, Target target, const std::vecto
     manifest::Step j;
     j.device = s.devices[st.device];
     j.deviceIndex = st.device;
-    if (st.kind == SchedStep::Kind::Copy) {
+    if (st.kind == SchedStep::Kind::Allreduce) {
+      j.kind = manifest::Step::Kind::Allreduce;
+      j.op = st.reduceOp == Op::MAX ? manifest::ReduceOp::Max : st.reduceOp == Op::MUL ? manifest::ReduceOp::Mul
+                                                                                          : manifest::ReduceOp::Add;
+      const SchedBuffer &b = s.buffers.at(st.dsts.at(0).buffer);
+      j.dtype = b.dtype;
+      j.numel = b.numel;
+      j.bytes = st.bytes;
+      j.ring = st.ring;
+      for (size_t d = 0; d < st.dsts.size(); ++d) {
+        j.srcs.push_back(refOf(s, st.srcs[d], nparams));
+        j.dsts.push_back(refOf(s, st.dsts[d], nparams));
+        j.devicesIndex.push_back(b.devices[d]);
+        j.devices.push_back(s.devices[b.devices[d]]);
+      }
+    } else if (st.kind == SchedStep::Kind::Copy) {
       j.kind = manifest::Step::Kind::Copy;
       j.src = refOf(s, st.src, nparams);
       j.dst = refOf(s, st.dst, nparams);

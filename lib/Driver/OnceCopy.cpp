@@ -180,6 +180,7 @@ std::vector<std::optional<AffineCopy>> onceCopies(const Schedule &s) {
       const SchedStep &o = s.steps[j];
       if (j == i) continue;
       if (o.kind == SchedStep::Kind::Copy) alone = !(o.dst == dst);
+      else if (o.kind == SchedStep::Kind::Allreduce) alone = std::find(o.dsts.begin(), o.dsts.end(), dst) == o.dsts.end();
       else
         for (size_t slot : writtenSlots(o.call)) alone &= !(slot < o.args.size() && o.args[slot] == dst);
     }

@@ -182,7 +182,7 @@ ParamsPlan planParams(const Manifest &m, const safetensors::Reader &reader, cons
   std::vector<BakedTensor> folded;
   for (size_t i = 0; i < m.steps.size(); ++i) {
     const Step &s = m.steps[i];
-    if (!s.once || s.isCopy() || i >= copies.size() || !copies[i]) continue;
+    if (!s.once || !s.isKernel() || i >= copies.size() || !copies[i]) continue;
     const AffineCopy &c = *copies[i];
     if (c.srcArg >= s.args.size() || c.dstArg >= s.args.size()) continue;
     const Ref &src = s.args[c.srcArg], &dst = s.args[c.dstArg];
@@ -208,6 +208,10 @@ ParamsPlan planParams(const Manifest &m, const safetensors::Reader &reader, cons
     if (plan.folded.count(i)) continue;
     const Step &s = m.steps[i];
     std::vector<Ref> refs = s.isCopy() ? std::vector<Ref>{s.src, s.dst} : s.args;
+    if (s.isAllreduce()) {
+      refs = s.srcs;
+      refs.insert(refs.end(), s.dsts.begin(), s.dsts.end());
+    }
     for (const Ref &r : refs)
       if (r.isParam && plan.baked.count(r.index)) used.insert({r.index, r.dev});
   }

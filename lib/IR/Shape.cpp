@@ -660,8 +660,8 @@ const std::vector<std::string> &ShapeInfo::device(const UOp *root) {
       break;
     case DevRule::CopyArg: devs = decode(x->arg, "COPY arg must be a device or a list of devices"); break;
     case DevRule::AllreduceArg:
-      if (!x->arg || x->arg->kind != ArgKind::Tuple || x->arg->count != 2)
-        error("ALLREDUCE arg must be [reduce op, device(s)]");
+      if (!x->arg || x->arg->kind != ArgKind::Tuple || (x->arg->count != 2 && x->arg->count != 3))
+        error("ALLREDUCE arg must be [reduce op, device(s)] or [reduce op, devices, order]");
       devs = decode(x->arg->elems()[1], "ALLREDUCE device");
       break;
     case DevRule::MSelect: {

@@ -363,8 +363,11 @@ void NodeChecker::checkArg(const OpRule &r) {
       bad("[Ops ADD|MUL|MAX, number of axes]");
     break;
   case ArgK::Allreduce:
-    if (!a || a->kind != ArgKind::Tuple || a->count != 2 || !isReduceOpArg(a->elems()[0]))
-      bad("[Ops ADD|MUL|MAX, device(s)]");
+    // (a third entry, the order "devices" or "ring": multi-lower's collective kept whole, docs/schedule.md)
+    if (!a || a->kind != ArgKind::Tuple || (a->count != 2 && a->count != 3) || !isReduceOpArg(a->elems()[0]) ||
+        (a->count == 3 && (a->elems()[2]->kind != ArgKind::String ||
+                           (a->elems()[2]->str() != "devices" && a->elems()[2]->str() != "ring"))))
+      bad("[Ops ADD|MUL|MAX, device(s)] or [Ops ADD|MUL|MAX, devices, \"devices\"|\"ring\"]");
     break;
   case ArgK::Device: {
     bool ok = a && (a->kind == ArgKind::String || (a->kind == ArgKind::Tuple && a->count > 0));
@@ -430,8 +433,8 @@ void NodeChecker::checkSpecial() {
   case Op::CALL: {
     Op b = u->src(0)->op;
     if (u->dtype == DType::Void && b != Op::SINK && b != Op::LINEAR && b != Op::PROGRAM && b != Op::COPY &&
-        b != Op::CUSTOM_FUNCTION && b != Op::SLICE)
-      error("callee " + g_.describe(u->src(0)) + " must be a SINK, LINEAR, PROGRAM, COPY or CUSTOM_FUNCTION");
+        b != Op::ALLREDUCE && b != Op::CUSTOM_FUNCTION && b != Op::SLICE)
+      error("callee " + g_.describe(u->src(0)) + " must be a SINK, LINEAR, PROGRAM, COPY, ALLREDUCE or CUSTOM_FUNCTION");
     if (u->dtype != DType::Void) srcDType(u->src(0), DType::UInt64, "callee");
     break;
   }

@@ -11,6 +11,7 @@
 // Invalid or out-of-bounds index gives Invalid (the lane is gated off; codegen makes that load gated).
 // A linearized kernel (CALL(LINEAR(SINK, items))) runs its items instead, one element at a time
 // (Interp/Linear.cpp): the order the targets render is what is checked.
+#include "IR/Collective.h"
 #include "IR/Error.h"
 #include "IR/Kernel.h"
 #include "IR/Records.h"
@@ -263,9 +264,37 @@ const UOp *rawBuffer(const UOp *s) {
 
 } // namespace
 
+/// CALL(ALLREDUCE(PARAM 1)[op, devices, order], dst, src): every device of `out` gets the reduction of
+/// every device of `src`, element by element in the order uopc-run takes (device order, or tinygrad's ring:
+/// IR/Collective.h), each step rounded to the dtype as the runner's and the kernels' arithmetic is.
+static void allreduce(const UOp *body, const std::vector<std::shared_ptr<Array>> &src, std::vector<std::shared_ptr<Array>> &out) {
+  const Arg *a = body->arg;
+  if (!a || a->kind != ArgKind::Tuple || a->count != 3 || src.size() != out.size() || src.size() < 2)
+    fail("kernel graph: an allreduce needs arg [op, devices, order] and one shard per device of its result");
+  Op op = a->elems()[0]->op();
+  DType dt = body->dtype;
+  size_t n = src.size(), m = src[0]->words.size();
+  bool ring = a->elems()[2]->kind == ArgKind::String && a->elems()[2]->str() == "ring";
+  std::vector<int64_t> starts = ring ? ringChunkStarts(static_cast<int64_t>(m), static_cast<int64_t>(n))
+                                     : std::vector<int64_t>{0, static_cast<int64_t>(m)};
+  auto res = std::make_shared<Array>();
+  res->words.assign(m, 0);
+  for (size_t k = 0; k + 1 < starts.size(); ++k)
+    for (auto e = static_cast<size_t>(starts[k]); e < static_cast<size_t>(starts[k + 1]); ++e) {
+      size_t first = ring ? k : 0;
+      Word acc = src[first]->words.at(e);
+      for (size_t j = 1; j < n; ++j) {
+        acc = reduceStep(op, dt, acc, src[(first + j) % n]->words.at(e));
+        if (isFloatDType(dt)) acc = fromDouble(roundFloat(dt, asDouble(acc)));
+      }
+      res->words[e] = acc;
+    }
+  for (auto &o : out) o->words = res->words;
+}
+
 bool isKernelGraph(const Graph &g) {
   for (const UOp *d : topLevelNodes(g.root))
-    if (d->op == Op::CALL && (d->src(0)->op == Op::COPY ||
+    if (d->op == Op::CALL && (d->src(0)->op == Op::COPY || d->src(0)->op == Op::ALLREDUCE ||
                               (kernelSink(d) && kernelSink(d)->arg && kernelSink(d)->arg->kind == ArgKind::Record)))
       return true;
   return false;
@@ -354,6 +383,11 @@ void Evaluator::runKernels() {
         size_t s = from >= 0 ? static_cast<size_t>(from) : (src.size() == 1 ? 0 : d);
         out[d]->words = src.at(s)->words;
       }
+      continue;
+    }
+    if (body->op == Op::ALLREDUCE) { // multi-lower's collective: the shards reduced in the runner's order
+      auto &src = storage(call->src(2));
+      allreduce(body, src, out);
       continue;
     }
     for (size_t d = 0; d < out.size(); ++d) {

@@ -280,9 +280,10 @@ ValuePtr Evaluator::evalMstack(const UOp *u) {
 
 ValuePtr Evaluator::evalAllreduce(const UOp *u) {
   const Arg *a = u->arg;
-  if (u->nsrc != 1 || !a || a->kind != ArgKind::Tuple || a->count != 2 || !a->elems()[0] ||
+  // (a third entry, the order: multi-lower's collective kept whole; the interpreter's sum is exact, then rounded)
+  if (u->nsrc != 1 || !a || a->kind != ArgKind::Tuple || (a->count != 2 && a->count != 3) || !a->elems()[0] ||
       a->elems()[0]->kind != ArgKind::OpName)
-    error(u, "ALLREDUCE needs one source and arg [op, devices]");
+    error(u, "ALLREDUCE needs one source and arg [op, devices] or [op, devices, order]");
   Op rop = a->elems()[0]->op();
   if (!isReduceOp(rop)) error(u, "'" + std::string(opName(rop)) + "' is not a reduce op");
   std::vector<std::string> dest;

@@ -8,7 +8,8 @@
 // where each CALL argument is a buffer state (a buffer PARAM/BUFFER or an AFTER of one): that is the
 // read-after-write order the schedule follows. A COPY becomes CALL(COPY(PARAM 1), dst, src) with arg
 // [destination device(s), source device index or -1]; multi-lower's COPY(where(_device_num == k, x,
-// Invalid)) copies device k's shard of x.
+// Invalid)) copies device k's shard of x. multi-lower's kept allreduce, ALLREDUCE(x)[op, devices, order],
+// becomes CALL(ALLREDUCE(PARAM 1)[op, devices, order], dst, src) the same way (one schedule step).
 //
 // Outputs computed together (multi-output kernels). Stores of the function's outputs that recompute the
 // same work are one kernel: their values are elementwise over the same loops (the same output shape and
@@ -53,7 +54,9 @@ struct Splitter {
   int nextKernel = 0;
 
   explicit Splitter(Graph &graph) : g(graph), c(*graph.ctx), si(graph), L(graph, si) {
-    L.isMaterialized = [](const UOp *u) { return u->op == Op::STAGE || u->op == Op::CONTIGUOUS || u->op == Op::COPY; };
+    L.isMaterialized = [](const UOp *u) {
+      return u->op == Op::STAGE || u->op == Op::CONTIGUOUS || u->op == Op::COPY || u->op == Op::ALLREDUCE;
+    };
     L.stateOf = [this](const UOp *u) -> const UOp * {
       if (Lowerer::isBuffer(u)) return u;
       auto it = state.find(u);
@@ -149,6 +152,17 @@ struct Splitter {
     return c.make(Op::CALL, DType::Void, {body, dst, from});
   }
 
+  /// CALL(ALLREDUCE(PARAM 1)[op, devices, order], dst, src): multi-lower's collective, kept whole: `dst` on
+  /// each device becomes the reduction of `ar`'s source over all its devices (the runner performs it).
+  const UOp *allreduceCall(const UOp *ar, const UOp *dst) {
+    const UOp *from = materialize(ar->src(0));
+    if (from->op != Op::AFTER && !Lowerer::isBuffer(from)) fail("kernel-split: cannot allreduce " + g.describe(ar));
+    ParamArg p = ParamArg::decode(rawBuffer(from)->arg);
+    p.slot = 1;
+    const UOp *body = c.make(Op::ALLREDUCE, ar->dtype, {c.make(Op::PARAM, from->dtype, {rawBuffer(from)->src(0)}, p.encode(c))}, ar->arg);
+    return c.make(Op::CALL, DType::Void, {body, dst, from});
+  }
+
   /// A view with the buffer's own flat layout (only RESHAPEs above an AFTER/buffer).
   static bool contiguousView(const UOp *v) {
     while (v->op == Op::RESHAPE) v = v->src(0);
@@ -185,7 +199,7 @@ struct Splitter {
     std::unordered_map<const UOp *, size_t> rawCount;
     constexpr size_t kMaxCone = 1 << 16;
     for (const UOp *st : nodes) {
-      if (st->op != Op::STORE || st->src(1)->op == Op::COPY) continue;
+      if (st->op != Op::STORE || st->src(1)->op == Op::COPY || st->src(1)->op == Op::ALLREDUCE) continue;
       auto us = users.find(st);
       if (us == users.end()) continue;
       bool onlyOutputs = true;
@@ -204,7 +218,7 @@ struct Splitter {
       // alone. An ALU op counts when its cone reaches a buffer (else it is index or mask arithmetic).
       auto isRead = [](const UOp *u) {
         return Lowerer::isBuffer(u) || u->op == Op::AFTER || u->op == Op::STAGE || u->op == Op::CONTIGUOUS ||
-               u->op == Op::COPY;
+               u->op == Op::COPY || u->op == Op::ALLREDUCE;
       };
       bool ok = true;
       std::unordered_map<const UOp *, bool> onData; // (also: visited)
@@ -333,6 +347,10 @@ struct Splitter {
         callOf[u] = copyCall(u->src(1), prior);
         break;
       }
+      if (u->src(1)->op == Op::ALLREDUCE && contiguousView(u->src(0))) { // so does the allreduce
+        callOf[u] = allreduceCall(u->src(1), prior);
+        break;
+      }
       L.beginKernel(0);
       callOf[u] = makeCall(L.lowerStore(u->src(0), u->src(1), prior), prior);
       break;
@@ -365,6 +383,11 @@ struct Splitter {
     case Op::COPY: {
       const UOp *buf = newBuffer(u, u->dtype, si.device(u));
       state[u] = c.make(Op::AFTER, buf->dtype, {buf, copyCall(u, buf)});
+      break;
+    }
+    case Op::ALLREDUCE: {
+      const UOp *buf = newBuffer(u, u->dtype, si.device(u));
+      state[u] = c.make(Op::AFTER, buf->dtype, {buf, allreduceCall(u, buf)});
       break;
     }
     default: break;

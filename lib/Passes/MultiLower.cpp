@@ -13,16 +13,22 @@
 //      STORE / AFTER:        write the shard into the shard buffer
 //      COPY of one device's value onto several: MSTACK of one COPY per device; several to one: MSELECT(0)
 //      MSELECT(MSTACK(s...), i) -> s_i
-//      ALLREDUCE(x):         naive allreduce, op-fold of COPY(MSELECT(x, i), dest) over the devices, or
-//                            the ring allreduce for large buffers (below)
+//      ALLREDUCE(x):         on CPU targets, among x's own devices and of a dtype MPI has (8- to 64-bit
+//                            integers, float32, float64): kept whole, ALLREDUCE(CONTIGUOUS(x))[op, devices,
+//                            order], order "ring" where the rule below picks the ring, else "devices": one
+//                            manifest step the runner performs (in that order; under mpirun MPI_Allreduce,
+//                            docs/schedule.md). Otherwise (option collectives=0, a GPU target, one
+//                            destination device, other devices, a symbolic size, another dtype): the naive allreduce, op-fold
+//                            of COPY(MSELECT(x, i), dest) over the devices, or the ring allreduce for large
+//                            buffers (below)
 // 2. The symbolic form (tinygrad's symbolic_multi_pm):
 //      MULTI(x, axis)        -> PAD(x, axis offset shard*_device_num, full size): other shards Invalid
 //      MSELECT(x, i)         -> where(_device_num == i, x, Invalid)
 //      MSTACK(s0..sn)        -> where(_device_num == 0, s0, where(_device_num == 1, s1, ... Invalid))
 //    (the STACK(s...).index(_device_num) form of the seed is lowered straight to the nested where).
 //
-// What remains for kernel split: no MULTI, MSELECT, MSTACK or ALLREDUCE. Cross-device movement is only
-// COPY: to one device (its source is a `_device_num == i` gated value or a single-device one: the copy
+// What remains for kernel split: no MULTI, MSELECT or MSTACK, and ALLREDUCE only kept whole (its arg's third
+// entry, the order). Other cross-device movement is COPY: to one device (its source is a `_device_num == i` gated value or a single-device one: the copy
 // reads the device that holds the data), or to several devices from a value on the same number of devices
 // (a per-device copy). `_device_num` (PARAM weakint, slot -1, vmin_vmax [0, ndev-1]) appears in PAD/SHRINK
 // offsets and WHERE gates; every node is evaluated once per device with it bound.
@@ -53,6 +59,7 @@
 // Precondition: pad_fill invalid (run invalid-pad first; the pass refuses a zero-fill graph) and a graph
 // that verifies. Ops tinygrad refuses on sharded values (PAD/FLIP of the sharded axis, SHRINK of part of a
 // shard, a CALL of a sharded value) are refused with an Error naming the node.
+#include "IR/Collective.h"
 #include "IR/Error.h"
 #include "IR/Records.h"
 #include "IR/Shape.h"
@@ -73,6 +80,7 @@ using namespace padforms;
 struct MultiState {
   Graph *g;
   ShapeInfo *shapes;
+  bool keepCollectives = false; ///< a CPU target: an allreduce among its own devices stays one ALLREDUCE
 
   [[noreturn]] void error(const UOp *u, const std::string &msg) const { fail(g->describe(u) + ": " + msg); }
   const Shape &shape(const UOp *u) const {
@@ -306,6 +314,16 @@ const UOp *lowerSharded(Match &m) {
   }
 }
 
+/// The dtypes a kept allreduce may have: those the runner reduces and MPI has a type for (no half, bfloat16,
+/// fp8 or 128/256-bit integers: their allreduce stays copies and kernels).
+bool collectiveDType(DType dt) {
+  switch (dt) {
+  case DType::Int8: case DType::UInt8: case DType::Int16: case DType::UInt16: case DType::Int32: case DType::UInt32:
+  case DType::Int64: case DType::UInt64: case DType::Float32: case DType::Float64: return true;
+  default: return false;
+  }
+}
+
 enum class RingMode { Auto, Off, Force };
 
 RingMode ringMode() {
@@ -335,20 +353,13 @@ const UOp *ringAllreduce(Context &ctx, const UOp *buf, Op rop, const Arg *dest, 
   auto copyOne = [&](const UOp *x, int64_t d) {
     return ctx.make(Op::COPY, dt, {x}, encodeDevices(ctx, {devs[static_cast<size_t>(d % nd)]}, false));
   };
-  int64_t factor = 1;
-  for (int64_t f : {32, 16, 8, 4, 2})
-    if (numel % f == 0) {
-      factor = f;
-      break;
-    }
-  int64_t base = numel / factor / nd, left = numel / factor % nd;
+  std::vector<int64_t> starts = ringChunkStarts(numel, nd);
   const UOp *flat = ctx.make(Op::RESHAPE, dt, {buf, shapeOperand(ctx, Shape{W(numel)})});
   const Shape flatShape{W(numel)};
   bool toOne = dest->kind == ArgKind::String;
   std::vector<std::pair<const UOp *, std::pair<int64_t, int64_t>>> gathered; // (chunk value, [s, e))
-  int64_t s = 0;
   for (int64_t i = 0; i < nd; ++i) {
-    int64_t e = s + (i < left ? base + 1 : base) * factor;
+    int64_t s = starts[static_cast<size_t>(i)], e = starts[static_cast<size_t>(i) + 1];
     if (e == s) continue;
     const UOp *chunk =
         ctx.make(Op::SHRINK, dt, {flat, shapeOperand(ctx, Shape{W(s)}), shapeOperand(ctx, Shape{W(e - s)})});
@@ -372,7 +383,6 @@ const UOp *ringAllreduce(Context &ctx, const UOp *buf, Op rop, const Arg *dest, 
       got = ctx.make(Op::MSTACK, dt, parts);
     }
     gathered.push_back({got, {s, e}});
-    s = e;
   }
   // reassemble: nested where over the chunks' pad masks, the last one zero-filled
   const UOp *acc = nullptr;
@@ -414,25 +424,32 @@ const UOp *lowerCopies(Match &m) {
     if (x->op != Op::MSTACK) return nullptr;
     return x->src(static_cast<size_t>(u->arg->i()));
   case Op::ALLREDUCE: {
-    if (x->op == Op::MULTI) return nullptr;
+    if (x->op == Op::MULTI || u->arg->count == 3) return nullptr; // (3: a collective kept whole, below)
     int64_t nd = st.ndev(x);
     if (nd <= 1) return nullptr;
     Op rop = u->arg->elems()[0]->op();
     const Arg *dest = u->arg->elems()[1];
     const UOp *buf = ctx.make(Op::CONTIGUOUS, x->dtype, {x});
-    if (RingMode mode = ringMode(); mode != RingMode::Off) {
-      const Shape &shape = st.shape(x);
-      std::optional<int64_t> numel = 1;
-      for (const UOp *d : shape) {
-        auto c = dimConst(d);
-        numel = c && numel ? std::optional<int64_t>(*numel * *c) : std::nullopt;
-      }
-      const auto &devs = st.devices(x);
-      bool destOk = dest->kind == ArgKind::String || decodeDevices(dest) == devs;
-      bool big = nd > 2 && numel && *numel > ringThreshold();
-      if (numel && *numel > 0 && destOk && (mode == RingMode::Force || big))
-        return ringAllreduce(ctx, buf, rop, dest, devs, shape, *numel);
+    const auto &devs = st.devices(x);
+    const Shape &shape = st.shape(x);
+    std::optional<int64_t> numel = 1;
+    for (const UOp *d : shape) {
+      auto c = dimConst(d);
+      numel = c && numel ? std::optional<int64_t>(*numel * *c) : std::nullopt;
     }
+    bool sameDevices = dest->kind != ArgKind::String && decodeDevices(dest) == devs;
+    // kept whole: among its own devices, of a constant size (a manifest step's) and a dtype the runner reduces
+    bool keep = st.keepCollectives && sameDevices && numel && *numel > 0 && collectiveDType(x->dtype);
+    bool ring = false;
+    if (RingMode mode = ringMode(); mode != RingMode::Off) {
+      bool destOk = dest->kind == ArgKind::String || sameDevices;
+      bool big = nd > 2 && numel && *numel > ringThreshold();
+      ring = numel && *numel > 0 && destOk && (mode == RingMode::Force || big);
+      if (ring && !keep) return ringAllreduce(ctx, buf, rop, dest, devs, shape, *numel);
+    }
+    if (keep) // one step: the runner reduces
+      return ctx.make(Op::ALLREDUCE, x->dtype, {buf},
+                      ctx.argTuple({u->arg->elems()[0], dest, ctx.argString(ring ? "ring" : "devices")}));
     const UOp *acc = nullptr;
     for (int64_t i = 0; i < nd; ++i) {
       const UOp *c = ctx.make(Op::COPY, x->dtype, {mselect(ctx, buf, i)}, dest);
@@ -484,7 +501,7 @@ const RuleSet &symbolicMultiRules() {
 
 } // namespace
 
-void runMultiLower(Graph &g, const PassContext &) {
+void runMultiLower(Graph &g, const PassContext &pc) {
   bool any = false;
   for (const UOp *u : toposort(g.root))
     if (u->op == Op::MULTI || u->op == Op::MSELECT || u->op == Op::MSTACK || u->op == Op::ALLREDUCE ||
@@ -494,7 +511,7 @@ void runMultiLower(Graph &g, const PassContext &) {
   if (g.padFill != PadFill::Invalid)
     fail("multi-lower needs a graph with pad_fill invalid (run invalid-pad first): its unshard PADs fill Invalid");
   ShapeInfo shapes(g);
-  MultiState st{&g, &shapes};
+  MultiState st{&g, &shapes, !pc.target.info->gpu && pc.intOption("collectives", 1, 0, 1) == 1};
   RewriteOptions o;
   o.sourcesFirst = &shardRules();
   o.user = &st;
@@ -503,7 +520,7 @@ void runMultiLower(Graph &g, const PassContext &) {
   o.sourcesFirst = &symbolicMultiRules();
   root = graphRewrite(*g.ctx, root, o);
   for (const UOp *u : toposort(root))
-    if (u->op == Op::MULTI || u->op == Op::MSELECT || u->op == Op::MSTACK || u->op == Op::ALLREDUCE)
+    if (u->op == Op::MULTI || u->op == Op::MSELECT || u->op == Op::MSTACK || (u->op == Op::ALLREDUCE && u->arg->count != 3))
       fail("multi-lower left a " + std::string(opName(u->op)) + " behind: " + g.describe(u));
   g.root = root;
 }

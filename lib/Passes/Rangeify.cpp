@@ -3,7 +3,7 @@
 // buffer a kernel writes) when tinygrad would realize it:
 //  - consumed more than once (consumes counted as in rangeify2: an EXPAND multiplies its source's
 //    consumption by the expansion factor), for ALU and REDUCE values that live on a device;
-//  - the source of a COPY (a copy moves a buffer), unless it already is one.
+//  - the source of a COPY or of multi-lower's kept ALLREDUCE (both move a buffer), unless it already is one.
 // Then stages that do not pay for themselves are removed, one at a time, first qualifying candidate in
 // topological order (rangeify2's loop), on the indexing each kernel really does (Rangeify/Lower.h); done
 // incrementally (only the kernels and candidates a removal touches are looked at again), with the
@@ -25,7 +25,8 @@
 // untouched, so ordinary graphs are as before (the largest corpus kernel has 1,542 ops).
 // What stays is marked STAGE(x) (arg BufferizeOpts); kernel-split builds the kernels.
 //
-// Precondition: invalid-pad, multi-lower and reduce-identity ran (tensor-level graph, no MULTI forms).
+// Precondition: invalid-pad, multi-lower and reduce-identity ran (tensor-level graph, no MULTI forms; an
+// ALLREDUCE only as multi-lower's collective, arg [op, devices, order], materialized like a COPY).
 #include "IR/Error.h"
 #include "IR/Records.h"
 #include "IR/Work.h"
@@ -496,7 +497,7 @@ void runRangeify(Graph &g, const PassContext &pc) {
   ShapeInfo si(g);
   std::vector<const UOp *> topo = toposort(root);
   for (const UOp *u : topo)
-    if (u->op == Op::MULTI || u->op == Op::MSELECT || u->op == Op::MSTACK || u->op == Op::ALLREDUCE ||
+    if (u->op == Op::MULTI || u->op == Op::MSELECT || u->op == Op::MSTACK || (u->op == Op::ALLREDUCE && u->arg->count != 3) ||
         u->op == Op::CALL || u->op == Op::FUNCTION)
       fail("rangeify: " + g.describe(u) + " must be lowered first (run multi-lower)");
 
@@ -517,8 +518,8 @@ void runRangeify(Graph &g, const PassContext &pc) {
       auto a = numelOf(si, u), b = numelOf(si, u->src(0));
       if (a && b && *b > 0) n = satMul(n, *a / *b);
     }
-    if (u->op == Op::COPY) {
-      const UOp *src = copySource(u).first;
+    if (u->op == Op::COPY || u->op == Op::ALLREDUCE) { // (multi-lower's collective: it reads a buffer too)
+      const UOp *src = u->op == Op::COPY ? copySource(u).first : u->src(0);
       if (!Lowerer::baseBuffer(src) && src->op != Op::CONTIGUOUS && src->op != Op::STAGE && src->op != Op::COPY)
         forced.insert(src);
     }
@@ -542,7 +543,7 @@ void runRangeify(Graph &g, const PassContext &pc) {
                    candidates.end());
 
   auto isMat = [&](const UOp *u) {
-    return staged.count(u) || u->op == Op::COPY || u->op == Op::CONTIGUOUS || u->op == Op::STAGE;
+    return staged.count(u) || u->op == Op::COPY || u->op == Op::ALLREDUCE || u->op == Op::CONTIGUOUS || u->op == Op::STAGE;
   };
   // Stage removal, rangeify2's loop: remove the first candidate (in topological order) that does not pay
   // for itself, re-decide, until none qualifies. Done incrementally with exactly the same decisions:

@@ -57,7 +57,7 @@ bool hasOpaqueBody(const UOp *u) {
   if (u->op == Op::FUNCTION) return true;
   if (u->op != Op::CALL) return false;
   Op b = u->src(0)->op;
-  return b == Op::SINK || b == Op::PROGRAM || b == Op::LINEAR || b == Op::COPY || b == Op::SLICE ||
+  return b == Op::SINK || b == Op::PROGRAM || b == Op::LINEAR || b == Op::COPY || b == Op::ALLREDUCE || b == Op::SLICE ||
          b == Op::CUSTOM_FUNCTION;
 }
 

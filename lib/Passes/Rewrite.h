@@ -14,7 +14,7 @@
 // What is not rewritten:
 //  - nodes referenced from args (ArgKind::UOpRef): they are not sources, so they are kept as they are
 //    (a pass that must rewrite them rebuilds the arg itself);
-//  - the body (src[0]) of FUNCTION, and of CALL when it is a SINK, PROGRAM, LINEAR, COPY, SLICE or
+//  - the body (src[0]) of FUNCTION, and of CALL when it is a SINK, PROGRAM, LINEAR, COPY, ALLREDUCE, SLICE or
 //    CUSTOM_FUNCTION, unless enterCalls is set (tinygrad's enter_calls=False). This holds for the edge from
 //    the call to its body: the same node reached as an ordinary source of another node is rewritten there
 //    (tinygrad records the body as its own result, which leaks to the other paths when the walk meets the

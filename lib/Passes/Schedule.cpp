@@ -199,7 +199,7 @@ struct Builder {
       if (!on) continue;
       const UOp *u = calls[c];
       path += (path.empty() ? "" : " -> ") + g.describe(u) +
-              (kernelSink(u) ? " (kernel " + kernelName(u) + ")" : " (copy)");
+              (kernelSink(u) ? " (kernel " + kernelName(u) + ")" : u->src(0)->op == Op::ALLREDUCE ? " (allreduce)" : " (copy)");
     }
     fail("schedule: cycle detected while combining buffer states: " + path +
          " must each run before the next (a stale read: a value is read both before and after an overwrite of "
@@ -243,7 +243,12 @@ struct Builder {
         }
         continue;
       }
-      if (body->op != Op::SINK) error(call, "calls a " + std::string(opName(body->op)) + ", not a kernel SINK or a COPY");
+      if (body->op == Op::ALLREDUCE) {
+        allreduceStep(call, ci, body, out);
+        continue;
+      }
+      if (body->op != Op::SINK)
+        error(call, "calls a " + std::string(opName(body->op)) + ", not a kernel SINK, a COPY or an ALLREDUCE");
       size_t k = s.kernels.size();
       s.kernels.push_back({call, uniqueName(kernelNames, sanitizeName(kernelName(call)))});
       std::set<std::string> kv;
@@ -273,6 +278,35 @@ struct Builder {
       }
     }
     for (auto &[name, v] : vars) s.vars.push_back(v);
+  }
+
+  /// The one step of CALL(ALLREDUCE(PARAM 1)[op, devices, order], dst, src): per device d of dst, dst's d
+  /// becomes the reduction of every device of src (same devices, dtype and size).
+  void allreduceStep(const UOp *call, size_t ci, const UOp *body, size_t out) {
+    const Arg *a = body->arg;
+    if (call->nsrc != 3) error(call, "an allreduce takes a destination and a source");
+    if (!a || a->kind != ArgKind::Tuple || a->count != 3 || a->elems()[0]->kind != ArgKind::OpName ||
+        a->elems()[2]->kind != ArgKind::String)
+      error(body, "an allreduce's arg is [reduce op, devices, order]");
+    size_t src = bufferIndex(call, call->src(2));
+    const SchedBuffer &sb = s.buffers[src], &ob = s.buffers[out];
+    if (sb.devices != ob.devices || sb.devices.size() < 2)
+      error(call, "an allreduce's source and destination must live on the same two or more devices");
+    if (sb.dtype != ob.dtype || sb.bytes() != ob.bytes() || sb.symbolicSize || ob.symbolicSize)
+      error(call, "an allreduce's source and destination must have one dtype and one constant size");
+    SchedStep st;
+    st.kind = SchedStep::Kind::Allreduce;
+    st.call = call;
+    st.callIndex = ci;
+    st.device = ob.devices[0];
+    st.reduceOp = a->elems()[0]->op();
+    st.ring = a->elems()[2]->str() == "ring";
+    for (size_t d = 0; d < ob.devices.size(); ++d) {
+      st.srcs.push_back({src, d});
+      st.dsts.push_back({out, d});
+    }
+    st.bytes = ob.bytes();
+    s.steps.push_back(st);
   }
 
   /// True when an Invalid may reach `root`'s value: an Invalid CONST below it, except under the read of a
@@ -385,7 +419,9 @@ struct Builder {
     for (size_t d = 0; d < sb.devices.size(); ++d) {
       std::vector<BufferWrite> writes;
       for (const SchedStep &st : s.steps)
-        if (st.kind == SchedStep::Kind::Copy && st.dst == BufRef{b, d}) writes.push_back({nullptr, 0});
+        if ((st.kind == SchedStep::Kind::Copy && st.dst == BufRef{b, d}) ||
+            (st.kind == SchedStep::Kind::Allreduce && std::find(st.dsts.begin(), st.dsts.end(), BufRef{b, d}) != st.dsts.end()))
+          writes.push_back({nullptr, 0});
         else if (st.kind == SchedStep::Kind::Kernel)
           for (size_t slot : writtenSlots(st.call))
             if (slot < st.args.size() && st.args[slot] == BufRef{b, d}) writes.push_back({kernelSink(st.call), st.deviceNum, slot});
@@ -428,6 +464,8 @@ struct Builder {
     for (size_t i = 0; i < s.steps.size(); ++i) {
       const SchedStep &st = s.steps[i];
       if (st.kind == SchedStep::Kind::Copy) touch(st.src, static_cast<int64_t>(i)), touch(st.dst, static_cast<int64_t>(i));
+      else if (st.kind == SchedStep::Kind::Allreduce)
+        for (size_t d = 0; d < st.srcs.size(); ++d) touch(st.srcs[d], static_cast<int64_t>(i)), touch(st.dsts[d], static_cast<int64_t>(i));
       else
         for (const BufRef &r : st.args) touch(r, static_cast<int64_t>(i));
     }
@@ -488,7 +526,8 @@ struct Builder {
   void run() {
     std::vector<const UOp *> nodes = topLevelNodes(g.root);
     for (const UOp *u : nodes)
-      if (u->op == Op::STORE || u->op == Op::STAGE || u->op == Op::REDUCE || u->op == Op::COPY || u->op == Op::MULTI)
+      if (u->op == Op::STORE || u->op == Op::STAGE || u->op == Op::REDUCE || u->op == Op::COPY || u->op == Op::MULTI ||
+          u->op == Op::ALLREDUCE)
         error(u, "the schedule needs a kernel graph: run kernel-split first");
     collectBuffers(nodes);
     order(nodes);

@@ -1,7 +1,7 @@
 //===- Schedule.h - execution order, buffers and memory plan of a kernel graph ===//
 // buildSchedule() reads a kernel graph (kernel-split's output: a SINK of AFTER(buffer, CALL(...)) states)
 // and returns everything needed to run it: the steps in execution order (kernel launches, once per device
-// of the buffer a kernel writes, and copies between devices), every buffer with its size, dtype and
+// of the buffer a kernel writes, copies between devices, and allreduces, one step for all their devices), every buffer with its size, dtype and
 // devices, the memory plan of the intermediate buffers (one arena per device; buffers whose lifetimes do
 // not overlap share storage), the function's buffer parameters with their roles, and the symbolic
 // variables with their ranges. The driver writes the manifest from it and calls the emitter per kernel
@@ -55,7 +55,7 @@ struct BufRef {
 };
 
 struct SchedStep {
-  enum class Kind { Kernel, Copy } kind = Kind::Kernel;
+  enum class Kind { Kernel, Copy, Allreduce } kind = Kind::Kernel;
   const UOp *call = nullptr; ///< the CALL node
   size_t callIndex = 0;      ///< the CALL's position in execution order (Schedule::calls)
   size_t device = 0;         ///< index into Schedule::devices: where it runs (a copy: its destination)
@@ -70,7 +70,11 @@ struct SchedStep {
   bool once = false;
   // copies
   BufRef src, dst;
-  int64_t bytes = 0;
+  int64_t bytes = 0; ///< (an allreduce: of each shard)
+  // allreduces: one step for every device of the buffers (multi-lower's ALLREDUCE[op, devices, order])
+  std::vector<BufRef> srcs, dsts; ///< per device, in the buffers' device order: its shard, and where the result goes
+  Op reduceOp = Op::ADD;
+  bool ring = false; ///< the one-process order is tinygrad's ring (IR/Collective.h), else device order
 };
 
 /// A kernel (one CALL of a kernel SINK): its name, unique and safe as a file name and C identifier.

@@ -26,6 +26,7 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 constexpr std::array<std::string_view, 3> kRoleNames = {"input", "output", "inout"};
+constexpr std::array<std::string_view, 3> kReduceOpNames = {"add", "max", "mul"};
 
 bool isIdentifier(const std::string &s) {
   if (s.empty() || s.size() > 200 || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
@@ -335,6 +336,11 @@ struct Reader {
       Step st;
       std::string where = "step " + std::to_string(m.steps.size());
       std::string kind = strField(s, "kind", where);
+      if (kind == "allreduce") {
+        allreduceStep(s, where, st);
+        m.steps.push_back(std::move(st));
+        continue;
+      }
       st.device = strField(s, "device", where);
       st.deviceIndex = deviceIndex(st.device, where);
       if (kind == "copy") {
@@ -357,6 +363,64 @@ struct Reader {
         fail("manifest: " + where + " has unknown kind " + quote(kind));
       }
       m.steps.push_back(std::move(st));
+    }
+  }
+
+  /// {"kind": "allreduce", "op", "dtype", "numel", "bytes", "order"?, "devices", "src", "dst"}: every shard
+  /// a buffer of the step's dtype on its own device, large enough, none written but in place.
+  void allreduceStep(const Json &s, const std::string &where, Step &st) {
+    st.kind = Step::Kind::Allreduce;
+    if (targetInfo(m.target).gpu)
+      fail("manifest: " + where + " is an allreduce: a " + std::string(targetInfo(m.target).name) +
+           " manifest cannot run one (allreduce steps are for CPU targets)");
+    std::string op = strField(s, "op", where);
+    auto o = std::find(kReduceOpNames.begin(), kReduceOpNames.end(), op);
+    if (o == kReduceOpNames.end()) fail("manifest: " + where + ".op is " + quote(op) + ", not add, max or mul");
+    st.op = static_cast<ReduceOp>(o - kReduceOpNames.begin());
+    std::string dtype = strField(s, "dtype", where);
+    st.numel = intField(s, "numel", where, 0);
+    st.bytes = intField(s, "bytes", where, 0);
+    st.dtype = checkedDtype(dtype, st.numel, st.bytes, where);
+    if (!isAllreduceDType(st.dtype))
+      fail("manifest: " + where + " is an allreduce of " + dtype + ": only 8- to 64-bit integers, float32 and float64 are reduced");
+    if (const Json *order = optField(s, "order")) {
+      if (*order != Json("devices") && *order != Json("ring")) fail("manifest: " + where + ".order is not \"devices\" or \"ring\"");
+      st.ring = *order == Json("ring");
+    }
+    st.devicesIndex = deviceList(s, where, st.devices);
+    if (st.devices.size() < 2) fail("manifest: " + where + " is an allreduce over fewer than 2 devices");
+    for (size_t i = 0; i < st.devicesIndex.size(); ++i)
+      for (size_t k = 0; k < i; ++k)
+        if (st.devicesIndex[k] == st.devicesIndex[i]) fail("manifest: " + where + ".devices names " + quote(st.devices[i]) + " twice");
+    st.device = st.devices[0];
+    st.deviceIndex = st.devicesIndex[0];
+    auto refs = [&](const char *key, std::vector<Ref> &out) {
+      const Json &a = arrField(s, key, where);
+      if (a.size() != st.devices.size())
+        fail("manifest: " + where + "." + key + " must hold one buffer per device of the allreduce (" +
+             std::to_string(st.devices.size()) + "), it holds " + std::to_string(a.size()));
+      for (size_t i = 0; i < a.size(); ++i) {
+        std::string at = where + "." + key + "[" + std::to_string(i) + "]";
+        Ref r = ref(a[i], at);
+        if (m.deviceOf(r) != st.devicesIndex[i])
+          fail("manifest: " + at + " is " + m.describe(r) + ", not a buffer on " + quote(st.devices[i]));
+        if (m.dtypeOf(r) != st.dtype || m.bytesOf(r) < st.bytes)
+          fail("manifest: " + at + " (" + m.describe(r) + ") does not hold " + std::to_string(st.numel) + " " + dtype + " elements");
+        out.push_back(r);
+      }
+    };
+    refs("src", st.srcs);
+    refs("dst", st.dsts);
+    // (the devices are distinct, so no destination is another device's shard.) A destination is its own shard
+    // (in place) or memory apart from it: two intermediates of one arena that partly overlap would let the
+    // reduction read what it already wrote.
+    for (size_t i = 0; i < st.dsts.size(); ++i) {
+      const Ref &d = st.dsts[i], &x = st.srcs[i];
+      if (d.isParam || x.isParam || d.index == x.index) continue;
+      int64_t a = m.buffers[d.index].offsets[d.dev], b = m.buffers[x.index].offsets[x.dev];
+      if (a < b + st.bytes && b < a + st.bytes)
+        fail("manifest: " + where + ".dst[" + std::to_string(i) + "] overlaps its shard src[" + std::to_string(i) +
+             "] in the arena of " + quote(st.devices[i]) + " (it may be the same buffer, in place, or apart)");
     }
   }
 
@@ -553,7 +617,23 @@ std::optional<Signature> parseSignature(const std::string &text, const std::stri
 
 std::string_view roleName(Role r) { return kRoleNames[static_cast<size_t>(r)]; }
 
-std::string Step::label() const { return isCopy() ? "copy -> " + device : kernel + " @ " + device; }
+std::string_view reduceOpName(ReduceOp op) { return kReduceOpNames[static_cast<size_t>(op)]; }
+
+bool isAllreduceDType(DType dt) {
+  switch (dt) {
+  case DType::Int8: case DType::UInt8: case DType::Int16: case DType::UInt16: case DType::Int32: case DType::UInt32:
+  case DType::Int64: case DType::UInt64: case DType::Float32: case DType::Float64: return true;
+  default: return false;
+  }
+}
+
+std::string Step::label() const {
+  if (isCopy()) return "copy -> " + device;
+  if (isKernel()) return kernel + " @ " + device;
+  std::string devs;
+  for (const std::string &d : devices) devs += (devs.empty() ? "" : ",") + d;
+  return "allreduce " + std::string(reduceOpName(op)) + " @ " + devs;
+}
 
 namespace {
 constexpr int64_t kGrain = 256;
@@ -614,7 +694,7 @@ std::string Manifest::describe(const Ref &r) const {
 std::vector<std::string> Manifest::kernelFiles() const {
   std::vector<std::string> files;
   for (const Step &s : steps)
-    if (!s.isCopy() && std::find(files.begin(), files.end(), s.file) == files.end()) files.push_back(s.file);
+    if (s.isKernel() && std::find(files.begin(), files.end(), s.file) == files.end()) files.push_back(s.file);
   return files;
 }
 
@@ -665,7 +745,20 @@ std::string toJson(const Manifest &m) {
   Json steps = Json::array();
   for (const Step &s : m.steps) {
     Json e;
-    if (s.isCopy()) {
+    if (s.isAllreduce()) {
+      e["kind"] = "allreduce";
+      e["op"] = std::string(reduceOpName(s.op));
+      e["dtype"] = std::string(dtypeName(s.dtype));
+      e["numel"] = s.numel;
+      e["bytes"] = s.bytes;
+      e["order"] = s.ring ? "ring" : "devices";
+      e["devices"] = s.devices;
+      Json src = Json::array(), dst = Json::array();
+      for (const Ref &r : s.srcs) src.push_back(refJson(r));
+      for (const Ref &r : s.dsts) dst.push_back(refJson(r));
+      e["src"] = src;
+      e["dst"] = dst;
+    } else if (s.isCopy()) {
       e["kind"] = "copy";
       e["device"] = s.device;
       e["from"] = deviceName(m, s.src);
@@ -742,14 +835,14 @@ void checkSignatures(const Manifest &m, const fs::path &dir) {
     if (!sig) {
       // without a signature nothing says the kernel takes [lo, hi): a split step would call it wrongly
       for (size_t i = 0; i < m.steps.size(); ++i)
-        if (!m.steps[i].isCopy() && m.steps[i].file == file && m.steps[i].parallel)
+        if (m.steps[i].isKernel() && m.steps[i].file == file && m.steps[i].parallel)
           fail("manifest: step " + std::to_string(i) + " (" + m.steps[i].label() + ") splits its kernel across threads, "
                "but " + quote(file) + " has no uopc-signature saying it may be");
       continue;
     }
     for (size_t i = 0; i < m.steps.size(); ++i) {
       const Step &st = m.steps[i];
-      if (st.isCopy() || st.file != file) continue;
+      if (!st.isKernel() || st.file != file) continue;
       std::string where = "step " + std::to_string(i) + " (" + st.label() + ")";
       if (st.args.size() != sig->args.size() || st.vars.size() != sig->nvars)
         fail("manifest: " + where + " passes " + std::to_string(st.args.size()) + " buffers and " +

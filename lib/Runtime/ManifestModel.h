@@ -3,7 +3,8 @@
 // fills a Manifest from its schedule and writes it with toJson; `uopc-run` (and its safetensors binding)
 // read it back with fromJson, which refuses, with one clear message (uopc::Error), anything that would let
 // a run go wrong: unknown references (slots, buffer ids, devices, variables), sizes that disagree with
-// their dtype or overflow, intermediates outside their arena, copies larger than their buffers, empty
+// their dtype or overflow, intermediates outside their arena, copies larger than their buffers, allreduce
+// steps whose shards are not one per device of their dtype and size (or that overlap their results), empty
 // variable ranges, duplicate names, paths leaving the output directory, bad launch geometry. A field only
 // the writer needs (a device's dir, a buffer's lifetimes, a step's estimates) is optional when reading
 // and checked when given, so hand-written manifests stay short. checkSignatures then checks the manifest
@@ -84,9 +85,15 @@ struct Estimates {
   Estimate ops, loads, loadBytes, stores, storeBytes;
 };
 
+/// The reduction of an allreduce step ("op").
+enum class ReduceOp { Add, Max, Mul };
+std::string_view reduceOpName(ReduceOp op);
+/// The dtypes an allreduce step may have: those the runner reduces and MPI has a type for.
+bool isAllreduceDType(DType dt);
+
 struct Step {
-  enum class Kind { Kernel, Copy } kind = Kind::Kernel;
-  std::string device;     ///< where it runs (a copy: the destination)
+  enum class Kind { Kernel, Copy, Allreduce } kind = Kind::Kernel;
+  std::string device;     ///< where it runs (a copy: the destination; an allreduce: its first device)
   size_t deviceIndex = 0; ///< read: its index in Manifest::devices
   // kernels
   std::string kernel, file, symbol;
@@ -117,12 +124,26 @@ struct Step {
   std::vector<size_t> remoteArgs;
   // copies
   Ref src, dst;
-  int64_t bytes = 0;
+  int64_t bytes = 0;    ///< (an allreduce: of each shard)
   std::string from;     ///< the source's device (written as "from"; a copy crosses devices when from != device)
   size_t fromIndex = 0; ///< read: its index in Manifest::devices
+  // allreduces (multi-lower's collective, kept whole: docs/schedule.md): on every device i of `devices`,
+  // dsts[i] becomes the reduction by `op` of srcs[0..n) (each `numel` elements of `dtype`). A dsts[i] may be
+  // srcs[i] itself (in place), or memory apart from it. One process reduces in `ring` order (IR/Collective.h)
+  // or device order (srcs[0] op srcs[1] op ...: what tinygrad's copies and sum kernel compute); several
+  // processes call MPI_Allreduce (Runtime/Mpi.h).
+  ReduceOp op = ReduceOp::Add;
+  DType dtype = DType::Void;
+  int64_t numel = 0;
+  bool ring = false;                 ///< written as "order": "ring" (else "devices")
+  std::vector<std::string> devices;  ///< the participating devices, one per shard, distinct
+  std::vector<size_t> devicesIndex;  ///< read: their indices in Manifest::devices
+  std::vector<Ref> srcs, dsts;       ///< written as "src" and "dst": per device of `devices`, a buffer there
 
   bool isCopy() const { return kind == Kind::Copy; }
-  /// "k0 @ CPU" / "copy -> CPU:1": for --bench and messages.
+  bool isKernel() const { return kind == Kind::Kernel; }
+  bool isAllreduce() const { return kind == Kind::Allreduce; }
+  /// "k0 @ CPU" / "copy -> CPU:1" / "allreduce add @ CPU,CPU:1": for --bench and messages.
   std::string label() const;
 };
 

@@ -31,6 +31,8 @@ public:
     recv_ = reinterpret_cast<void (*)(void *, uint64_t, int)>(get("uopc_mpi_recv"));
     bcast_ = reinterpret_cast<void (*)(void *, uint64_t, int)>(get("uopc_mpi_bcast"));
     abort_ = reinterpret_cast<void (*)(int)>(get("uopc_mpi_abort"));
+    group_ = reinterpret_cast<int (*)(const int *, int)>(get("uopc_mpi_group"));
+    allreduce_ = reinterpret_cast<void (*)(void *, uint64_t, int, int, int)>(get("uopc_mpi_allreduce"));
     finalize_ = reinterpret_cast<void (*)()>(get("uopc_mpi_finalize"));
   }
   ~PluginComm() override { finish(); }
@@ -41,6 +43,13 @@ public:
   void send(const void *d, uint64_t n, int to) override { send_(d, n, to); }
   void recv(void *d, uint64_t n, int from) override { recv_(d, n, from); }
   void bcast(void *d, uint64_t n, int root) override { bcast_(d, n, root); }
+  int group(const std::vector<int> &ranks) override {
+    if (static_cast<int>(ranks.size()) == size_) return 0;
+    return group_(ranks.data(), static_cast<int>(ranks.size()));
+  }
+  void allreduce(void *d, uint64_t count, MpiType type, MpiReduction op, int group) override {
+    allreduce_(d, count, static_cast<int>(type), static_cast<int>(op), group);
+  }
   [[noreturn]] void abort(int code) override {
     abort_(code);
     std::_Exit(code);
@@ -56,6 +65,8 @@ private:
   void (*recv_)(void *, uint64_t, int);
   void (*bcast_)(void *, uint64_t, int);
   void (*abort_)(int);
+  int (*group_)(const int *, int);
+  void (*allreduce_)(void *, uint64_t, int, int, int);
   void (*finalize_)();
   int rank_ = 0, size_ = 1, local_ = 1;
   bool done_ = false;

@@ -1,6 +1,7 @@
 //===- Runner.cpp - `uopc-run MANIFEST`: compile, allocate, load, run, write ===//
 #include "Runtime/Runner.h"
 
+#include "IR/Collective.h"
 #include "IR/Error.h"
 #include "IR/Files.h"
 #include "IR/Types.h"
@@ -31,6 +32,7 @@
 #include <sstream>
 #include <thread>
 #include <tuple>
+#include <type_traits>
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -218,11 +220,86 @@ private:
   std::atomic<bool> stop_{false};
 };
 
+// ---- allreduce steps: the shards reduced in the runner -------------------------------------------------
+
+/// a op b as the kernels compute it (OpSpelling.def: MAX is `a < b ? b : a`); integers wrap.
+template <class T> T combine(manifest::ReduceOp op, T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    if (op == manifest::ReduceOp::Add) return static_cast<T>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+    if (op == manifest::ReduceOp::Mul) return static_cast<T>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+  } else {
+    if (op == manifest::ReduceOp::Add) return a + b;
+    if (op == manifest::ReduceOp::Mul) return a * b;
+  }
+  return a < b ? b : a;
+}
+
+template <class T>
+void reduceRange(manifest::ReduceOp op, int64_t lo, int64_t hi, size_t first, const std::vector<const void *> &src,
+                 const std::vector<void *> &dst) {
+  constexpr int64_t kBlock = 2048;
+  T acc[kBlock];
+  size_t n = src.size();
+  for (int64_t b = lo; b < hi; b += kBlock) {
+    int64_t len = std::min(kBlock, hi - b);
+    std::memcpy(acc, static_cast<const T *>(src[first]) + b, static_cast<size_t>(len) * sizeof(T));
+    for (size_t j = 1; j < n; ++j) {
+      const T *x = static_cast<const T *>(src[(first + j) % n]) + b;
+      for (int64_t e = 0; e < len; ++e) acc[e] = combine<T>(op, acc[e], x[e]);
+    }
+    for (void *d : dst) std::memcpy(static_cast<T *>(d) + b, acc, static_cast<size_t>(len) * sizeof(T));
+  }
+}
+
+/// Allreduce step `s` in one process: every element of `dst` (any number of them) becomes the shards
+/// `src` reduced in order, src[0] op src[1] op ..., or with `ring` in tinygrad's ring order (chunk k starting
+/// at shard k: IR/Collective.h), each step in the dtype: what the copies and sum kernels tinygrad's lowering
+/// makes compute, bit for bit. Each block of elements is read from every shard before any destination is
+/// written, so a destination that is its own shard (in place) is safe.
+void reduceShards(const Step &s, const std::vector<const void *> &src, const std::vector<void *> &dst, bool ring) {
+  std::vector<int64_t> starts = ring ? ringChunkStarts(s.numel, static_cast<int64_t>(src.size()))
+                                     : std::vector<int64_t>{0, s.numel};
+  for (size_t k = 0; k + 1 < starts.size(); ++k) {
+    size_t first = ring ? k : 0;
+    switch (s.dtype) {
+#define UOPC_REDUCE(DT, T)                                                                                             \
+  case DType::DT: reduceRange<T>(s.op, starts[k], starts[k + 1], first, src, dst); break;
+      UOPC_REDUCE(Int8, int8_t) UOPC_REDUCE(UInt8, uint8_t) UOPC_REDUCE(Int16, int16_t) UOPC_REDUCE(UInt16, uint16_t)
+      UOPC_REDUCE(Int32, int32_t) UOPC_REDUCE(UInt32, uint32_t) UOPC_REDUCE(Int64, int64_t) UOPC_REDUCE(UInt64, uint64_t)
+      UOPC_REDUCE(Float32, float) UOPC_REDUCE(Float64, double)
+#undef UOPC_REDUCE
+    default: fail("internal error: an allreduce of " + std::string(dtypeName(s.dtype))); // (the reader refuses it)
+    }
+  }
+}
+
+MpiType mpiType(DType dt) {
+  switch (dt) {
+  case DType::Int8: return MpiType::Int8;
+  case DType::UInt8: return MpiType::UInt8;
+  case DType::Int16: return MpiType::Int16;
+  case DType::UInt16: return MpiType::UInt16;
+  case DType::Int32: return MpiType::Int32;
+  case DType::UInt32: return MpiType::UInt32;
+  case DType::Int64: return MpiType::Int64;
+  case DType::UInt64: return MpiType::UInt64;
+  case DType::Float32: return MpiType::Float32;
+  case DType::Float64: return MpiType::Float64;
+  default: fail("internal error: an allreduce of " + std::string(dtypeName(dt)));
+  }
+}
+
+MpiReduction mpiReduction(manifest::ReduceOp op) {
+  return op == manifest::ReduceOp::Add ? MpiReduction::Sum : op == manifest::ReduceOp::Max ? MpiReduction::Max : MpiReduction::Prod;
+}
+
 /// Where a rank's time went (one process per device): reading or receiving the inputs, its kernels, the
 /// copies and remote arguments that cross ranks (waiting for the peer included) and within it.
 struct RankTimes {
   double inputs = 0, kernels = 0, transfers = 0, localCopies = 0, outputs = 0;
   uint64_t messages = 0, bytes = 0;
+  double allreduces = 0;                          ///< MPI_Allreduce calls (waiting included) and the local reductions
+  uint64_t allreduceCalls = 0, allreduceBytes = 0; ///< (bytes: of this rank's reduced shard, per call)
 };
 
 class CpuBackend final : public Backend {
@@ -251,9 +328,25 @@ public:
       for (size_t d = 0; d < p.devices.size(); ++d) data_.back().push_back(owns(p.deviceIndex[d]) ? allocate(p.bytes) : Mem());
     }
     for (const Step &s : m_.steps)
-      if (!s.isCopy() && owns(s.deviceIndex))
+      if (s.isKernel() && owns(s.deviceIndex))
         for (size_t a : s.remoteArgs)
           if (const Ref &r = s.args[a]; !owns(m_.deviceOf(r)) && !remote_.count(key(r))) remote_[key(r)] = allocate(m_.bytesOf(r));
+    // one communicator per set of ranks an allreduce spans (made by every rank, in step order: collective)
+    groups_.assign(m_.steps.size(), -1);
+    if (comm_) {
+      std::map<std::vector<int>, int> made;
+      for (size_t i = 0; i < m_.steps.size(); ++i) {
+        const Step &s = m_.steps[i];
+        if (!s.isAllreduce()) continue;
+        std::set<int> rs;
+        for (size_t d : s.devicesIndex) rs.insert(rankOf(d));
+        std::vector<int> ranks(rs.begin(), rs.end());
+        if (ranks.size() < 2) continue; // (all its devices on one rank: reduced there, as in one process)
+        auto it = made.find(ranks);
+        if (it == made.end()) it = made.emplace(ranks, comm_->group(ranks)).first;
+        groups_[i] = it->second;
+      }
+    }
   }
 
   void load(const Inputs &inputs) override {
@@ -290,8 +383,11 @@ public:
       auto t0 = std::chrono::steady_clock::now();
       // One process per device: every rank walks the same steps in the same order, so each send meets its
       // receive (blocking, one pair at a time: the earliest pending transfer can always complete).
-      if (comm_ && !crossRanks(s)) continue;
-      if (s.isCopy()) {
+      if (s.isAllreduce()) {
+        if (!runAllreduce(i, s)) continue; // (none of its devices here)
+      } else if (comm_ && !crossRanks(s)) {
+        continue;
+      } else if (s.isCopy()) {
         if (!comm_ || rankOf(s.fromIndex) == rankOf(s.deviceIndex)) {
           std::memmove(pointer(s.dst), pointer(s.src), static_cast<size_t>(s.bytes));
           if (comm_) times_.localCopies += secondsSince(t0);
@@ -383,6 +479,34 @@ private:
   std::map<std::tuple<bool, size_t, size_t>, Mem> remote_; // with comm_: this rank's copy of another's argument
   RankTimes times_;
 
+  std::vector<int> groups_; ///< per step: an allreduce's communicator across ranks (-1: none, one rank holds it all)
+
+  /// Allreduce step `i`. One process, or every device of it on this rank: the shards reduced here in the
+  /// step's order (reduceShards). Across ranks: this rank's shards reduced in device order into its first
+  /// destination, MPI_Allreduce of that among the ranks holding the step's devices, then copied to its other
+  /// destinations (the order of the reduction is MPI's: docs/distributed.md). False when this rank holds
+  /// none of its devices.
+  bool runAllreduce(size_t i, const Step &s) {
+    auto t0 = std::chrono::steady_clock::now();
+    std::vector<const void *> src;
+    std::vector<void *> dst;
+    for (size_t k = 0; k < s.devicesIndex.size(); ++k)
+      if (owns(s.devicesIndex[k])) src.push_back(pointer(s.srcs[k])), dst.push_back(pointer(s.dsts[k]));
+    if (src.empty()) return false;
+    if (!comm_ || groups_[i] < 0) {
+      reduceShards(s, src, dst, s.ring);
+      if (comm_) times_.localCopies += secondsSince(t0);
+      return true;
+    }
+    reduceShards(s, src, {dst[0]}, false);
+    comm_->allreduce(dst[0], static_cast<uint64_t>(s.numel), mpiType(s.dtype), mpiReduction(s.op), groups_[i]);
+    for (size_t k = 1; k < dst.size(); ++k) std::memcpy(dst[k], dst[0], static_cast<size_t>(s.bytes));
+    times_.allreduces += secondsSince(t0);
+    times_.allreduceCalls += 1;
+    times_.allreduceBytes += static_cast<uint64_t>(s.bytes);
+    return true;
+  }
+
   static std::tuple<bool, size_t, size_t> key(const Ref &r) { return {r.isParam, r.index, r.dev}; }
   static double secondsSince(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -456,7 +580,7 @@ private:
     c << "/* generated by uopc-run: entry points of the kernels */\n#include <stdint.h>\n";
     for (size_t i = 0; i < m_.steps.size(); ++i) {
       const Step &s = m_.steps[i];
-      if (s.isCopy()) continue;
+      if (!s.isKernel()) continue;
       std::string params, call;
       for (size_t a = 0; a < s.args.size(); ++a) {
         params += std::string(params.empty() ? "" : ", ") + "void *";
@@ -482,7 +606,7 @@ private:
     handle_ = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle_) fail(std::string("cannot load the compiled kernels: ") + dlerror());
     for (size_t i = 0; i < m_.steps.size(); ++i) {
-      if (m_.steps[i].isCopy()) continue;
+      if (!m_.steps[i].isKernel()) continue;
       std::string name = "uopc_entry_" + std::to_string(i);
       void *p = dlsym(handle_, name.c_str());
       if (!p) fail("the compiled kernels lack " + name + " (" + m_.steps[i].symbol + ")");
@@ -498,7 +622,7 @@ private:
     std::vector<size_t> steps;
     for (size_t i = 0; i < m_.steps.size(); ++i) {
       const Step &s = m_.steps[i];
-      if (s.isCopy()) continue;
+      if (!s.isKernel()) continue;
       specs.push_back({s.symbol, s.args.size(), s.vars.size() + (s.parallel ? 2 : 0)});
       steps.push_back(i);
     }
@@ -552,14 +676,14 @@ public:
     for (size_t i = 0; i < m_.steps.size(); ++i) {
       const Step &s = m_.steps[i];
       whats_.push_back("step " + std::to_string(i) + " (" +
-                       (s.isCopy() ? s.label() : "kernel " + s.label() + ", symbol " + s.symbol + " in " + s.file) + ")");
+                       (!s.isKernel() ? s.label() : "kernel " + s.label() + ", symbol " + s.symbol + " in " + s.file) + ")");
     }
     argPtrs_.assign(m_.steps.size(), {});
     grid_.assign(m_.steps.size(), {});
     block_.assign(m_.steps.size(), {});
     for (size_t i = 0; i < m_.steps.size(); ++i) {
       const Step &s = m_.steps[i];
-      if (s.isCopy()) continue;
+      if (!s.isKernel()) continue; // (an allreduce: the reader refuses one in a GPU manifest)
       const cuda::Gpu &gpu = *gpuOfDevice_[s.deviceIndex];
       auto key = std::make_pair(&gpu, s.file);
       auto mod = modules.find(key);
@@ -824,8 +948,9 @@ void runManifest(const ManifestRunRequest &req, std::ostream &out) {
     const RankTimes &t = cpu->rankTimes();
     out << std::fixed << std::setprecision(3) << "rank " << rank << "/" << nranks << ": inputs " << t.inputs << " s, kernels "
         << t.kernels << " s, transfers " << t.transfers << " s (" << t.messages << " message(s), " << t.bytes
-        << " bytes, waiting included), copies within the rank " << t.localCopies << " s, outputs " << t.outputs << " s"
-        << std::endl;
+        << " bytes, waiting included), allreduces " << t.allreduces << " s (" << t.allreduceCalls << " MPI_Allreduce(s) of "
+        << t.allreduceBytes << " bytes, waiting included), copies within the rank " << t.localCopies << " s, outputs "
+        << t.outputs << " s" << std::endl;
   }
   if (req.bench > 0) {
     std::vector<double> times(m.steps.size(), 0.0);

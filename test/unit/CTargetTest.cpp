@@ -222,6 +222,23 @@ std::string runCaseC(const fs::path &dir, int *kernels) {
       }
       continue;
     }
+    if (call->src(0)->op == Op::ALLREDUCE) { // multi-lower's collective: the shards reduced in device order
+      auto &src = storage(call->src(2));
+      DType dt = call->src(0)->dtype;
+      Op rop = call->src(0)->arg->elems()[0]->op();
+      size_t n = out[0].size() / dtypeSize(dt);
+      REQUIRE(call->src(0)->arg->elems()[2]->str() == "devices");
+      for (size_t e = 0; e < n; ++e) {
+        auto at = [&](const std::string &b) { return reinterpret_cast<const unsigned char *>(b.data()) + e * dtypeSize(dt); };
+        interp::Word acc = interp::loadWord(dt, at(src[0]));
+        for (size_t d = 1; d < src.size(); ++d) {
+          acc = interp::reduceStep(rop, dt, acc, interp::loadWord(dt, at(src[d])));
+          if (interp::isFloatDType(dt)) acc = interp::fromDouble(interp::roundFloat(dt, interp::asDouble(acc)));
+        }
+        for (std::string &o : out) interp::storeWord(dt, acc, reinterpret_cast<unsigned char *>(o.data()) + e * dtypeSize(dt));
+      }
+      continue;
+    }
     std::vector<std::string> names = kernelVariables(call);
     for (size_t d = 0; d < out.size(); ++d) {
       EmittedKernel k = emitCKernel(*g.ctx, call, static_cast<int64_t>(d), "kernel");

@@ -204,3 +204,92 @@ TEST_CASE("manifest: splitChunks cuts a split loop into chunks of like work", "[
   // a piece of 512 iterations or more is cut at a multiple of 256 of its own iterations (2 + 268 -> 2 + 256)
   CHECK(splitChunks(1026, 2, 2, {{2, 1000}, {1024, 1}}) == Cuts{0, 1, 2, 258, 1026});
 }
+
+namespace {
+
+/// Two devices, each with its shard (buffer 0, 4 float32) and the output (param 0): one allreduce step.
+Json allreduceManifest() {
+  return Json::parse(R"({
+ "format": "uopc-manifest", "version": 1, "target": "c", "cpu": "native",
+ "devices": [{"name": "CPU", "dir": "CPU", "arena_bytes": 128}, {"name": "CPU:1", "dir": "CPU_1", "arena_bytes": 128}],
+ "params": [{"slot": 0, "dtype": "float32", "numel": 4, "bytes": 16, "devices": ["CPU", "CPU:1"], "role": "output"}],
+ "buffers": [{"id": 0, "slot": 1000, "dtype": "float32", "numel": 4, "bytes": 16, "devices": ["CPU", "CPU:1"],
+              "offsets": [0, 0], "lifetimes": [[0, 0], [0, 0]]},
+             {"id": 1, "slot": 1001, "dtype": "float32", "numel": 4, "bytes": 16, "devices": ["CPU", "CPU:1"],
+              "offsets": [64, 8], "lifetimes": [[0, 0], [0, 0]]}],
+ "steps": [
+  {"kind": "allreduce", "op": "add", "dtype": "float32", "numel": 4, "bytes": 16, "order": "devices",
+   "devices": ["CPU", "CPU:1"], "src": [{"buffer": 0, "dev": 0}, {"buffer": 0, "dev": 1}],
+   "dst": [{"param": 0, "dev": 0}, {"param": 0, "dev": 1}]}],
+ "vars": []
+})");
+}
+
+std::string allreduceRefusal(const std::function<void(Json &)> &edit) {
+  Json m = allreduceManifest();
+  edit(m);
+  try {
+    manifest::fromJson(m.dump(), "m.json");
+  } catch (const Error &e) {
+    return e.what();
+  }
+  return "accepted";
+}
+
+} // namespace
+
+TEST_CASE("manifest: an allreduce step is read, written back and derived", "[manifest]") {
+  std::string text = allreduceManifest().dump(1) + "\n";
+  manifest::Manifest m = manifest::fromJson(text, "m.json");
+  CHECK(manifest::toJson(m) == text);
+  const manifest::Step &s = m.steps.at(0);
+  CHECK(s.isAllreduce());
+  CHECK(s.op == manifest::ReduceOp::Add);
+  CHECK(s.dtype == DType::Float32);
+  CHECK(s.devicesIndex == std::vector<size_t>{0, 1});
+  CHECK(s.srcs.at(1).dev == 1);
+  CHECK(s.dsts.at(0).isParam);
+  CHECK(s.label() == "allreduce add @ CPU,CPU:1");
+  CHECK(m.kernelFiles().empty());
+  // "order" is optional (device order); in place (a destination that is its own shard) is allowed
+  Json j = allreduceManifest();
+  j["steps"][0].erase("order");
+  j["steps"][0]["dst"] = j["steps"][0]["src"];
+  j["steps"][0]["op"] = "max";
+  manifest::Manifest p = manifest::fromJson(j.dump(), "m.json");
+  CHECK_FALSE(p.steps[0].ring);
+  CHECK(p.steps[0].op == manifest::ReduceOp::Max);
+  j["steps"][0]["order"] = "ring";
+  CHECK(manifest::fromJson(j.dump(), "m.json").steps[0].ring);
+}
+
+TEST_CASE("manifest: a malformed allreduce step is one clear message", "[manifest]") {
+  using R = std::function<void(Json &)>;
+  auto step = [](Json &m) -> Json & { return m["steps"][0]; };
+  const std::vector<std::pair<R, std::string>> cases = {
+      {[&](Json &m) { step(m)["op"] = "sub"; }, "manifest: step 0.op is 'sub', not add, max or mul"},
+      {[&](Json &m) { step(m).erase("op"); }, "manifest: step 0 has no 'op'"},
+      {[&](Json &m) { step(m)["dtype"] = "float16", step(m)["bytes"] = 8; },
+       "manifest: step 0 is an allreduce of float16: only 8- to 64-bit integers, float32 and float64 are reduced"},
+      {[&](Json &m) { step(m)["bytes"] = 12; }, "manifest: step 0 says 12 bytes for 4 float32 elements"},
+      {[&](Json &m) { step(m)["order"] = "zigzag"; }, "manifest: step 0.order is not \"devices\" or \"ring\""},
+      {[&](Json &m) { step(m)["devices"] = Json::array({"CPU"}); }, "manifest: step 0 is an allreduce over fewer than 2 devices"},
+      {[&](Json &m) { step(m)["devices"] = Json::array({"CPU", "CPU"}); }, "manifest: step 0.devices names 'CPU' twice"},
+      {[&](Json &m) { step(m)["devices"] = Json::array({"CPU", "CPU:7"}); }, "manifest: step 0 names unknown device 'CPU:7'"},
+      {[&](Json &m) { step(m)["src"].erase(1); },
+       "manifest: step 0.src must hold one buffer per device of the allreduce (2), it holds 1"},
+      {[&](Json &m) { step(m)["dst"] = 3; }, "manifest: step 0.dst is not an array"},
+      {[&](Json &m) { step(m)["src"][1] = Json{{"buffer", 0}, {"dev", 0}}; },
+       "manifest: step 0.src[1] is buffer 0 on CPU, not a buffer on 'CPU:1'"},
+      {[&](Json &m) { step(m)["src"][0] = Json{{"buffer", 9}, {"dev", 0}}; }, "manifest: step 0.src[0] names unknown buffer 9"},
+      {[&](Json &m) { step(m)["numel"] = 5, step(m)["bytes"] = 20; },
+       "manifest: step 0.src[0] (buffer 0 on CPU) does not hold 5 float32 elements"},
+      {[&](Json &m) { m["params"][0]["dtype"] = "int32"; },
+       "manifest: step 0.dst[0] (param 0 on CPU) does not hold 4 float32 elements"},
+      {[&](Json &m) { step(m)["dst"] = Json::array({Json{{"buffer", 0}, {"dev", 0}}, Json{{"buffer", 1}, {"dev", 1}}}); },
+       "manifest: step 0.dst[1] overlaps its shard src[1] in the arena of 'CPU:1' (it may be the same buffer, in place, or apart)"},
+      {[&](Json &m) { m["target"] = "ptx"; m.erase("cpu"); },
+       "manifest: step 0 is an allreduce: a ptx manifest cannot run one (allreduce steps are for CPU targets)"},
+  };
+  for (const auto &[edit, want] : cases) CHECK(allreduceRefusal(edit) == want);
+}

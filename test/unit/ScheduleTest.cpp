@@ -32,6 +32,13 @@ void checkInvariants(const Schedule &s, const std::string &name) {
       REQUIRE(st.src.buffer < s.buffers.size());
       REQUIRE(st.dst.buffer < s.buffers.size());
       CHECK(st.bytes == s.buffers[st.dst.buffer].bytes());
+    } else if (st.kind == SchedStep::Kind::Allreduce) {
+      REQUIRE(st.srcs.size() == st.dsts.size());
+      REQUIRE(st.srcs.size() >= 2);
+      for (size_t d = 0; d < st.srcs.size(); ++d) {
+        CHECK(s.buffers[st.srcs[d].buffer].devices[st.srcs[d].device] == s.buffers[st.dsts[d].buffer].devices[st.dsts[d].device]);
+        CHECK(st.bytes == s.buffers[st.dsts[d].buffer].bytes());
+      }
     } else {
       REQUIRE(!st.args.empty());
       const SchedBuffer &out = s.buffers[st.args[0].buffer];

@@ -41,6 +41,10 @@ inline void printKernels(Module &m, std::ostream &os, const std::string &open, c
       lastCopy = st.callIndex;
       continue;
     }
+    if (st.kind == SchedStep::Kind::Allreduce) {
+      os << open << "allreduce " << st.callIndex << " (run by the runner)" << close << "\n";
+      continue;
+    }
     size_t k = m.stepKernel[i];
     const ModuleKernel &mk = m.kernels.at(k);
     if (!mk.error.empty()) fail(mk.error);

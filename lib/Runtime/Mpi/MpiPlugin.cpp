@@ -1,20 +1,28 @@
 //===- MpiPlugin.cpp - libuopc-mpi.so: the MPI calls uopc-run's ranks make (Runtime/Mpi.h) ===//
 // A C interface (no exception crosses it): uopc-run dlopens this only under an MPI launcher. Messages over
-// 1 GiB go in parts (MPI counts are int). MPI_COMM_WORLD keeps MPI_ERRORS_ARE_FATAL: any error ends the job.
+// 1 GiB (allreduces over 2^30 elements) go in parts (MPI counts are int). An allreduce step's ranks get a
+// communicator of their own (MPI_Comm_split, made by every rank in step order) unless they are all ranks. MPI_COMM_WORLD keeps MPI_ERRORS_ARE_FATAL: any error ends the job.
 #define OMPI_SKIP_MPICXX 1 // (the C interface only: MPI::MPI_C links no C++ bindings)
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 
 #include <cstdint>
 #include <cstdlib>
+#include <vector>
 
 namespace {
 constexpr uint64_t kPart = uint64_t(1) << 30;
-}
+/// The communicators uopc_mpi_group made (MPI_COMM_NULL on the ranks outside one); handle h is groups[h - 1].
+std::vector<MPI_Comm> groups;
+/// Runtime/Mpi.h's MpiType and MpiReduction, in their order.
+const MPI_Datatype kTypes[] = {MPI_INT8_T,  MPI_UINT8_T,  MPI_INT16_T, MPI_UINT16_T, MPI_INT32_T,
+                               MPI_UINT32_T, MPI_INT64_T, MPI_UINT64_T, MPI_FLOAT,    MPI_DOUBLE};
+const MPI_Op kOps[] = {MPI_SUM, MPI_MAX, MPI_PROD};
+} // namespace
 
 extern "C" {
 
-__attribute__((visibility("default"))) int uopc_mpi_version() { return 1; }
+__attribute__((visibility("default"))) int uopc_mpi_version() { return 2; }
 
 __attribute__((visibility("default"))) void uopc_mpi_init(int *argc, char ***argv, int *rank, int *size, int *localSize) {
   MPI_Init(argc, argv);
@@ -53,11 +61,40 @@ __attribute__((visibility("default"))) void uopc_mpi_bcast(void *data, uint64_t 
   } while (bytes > 0);
 }
 
+/// A communicator of `ranks` (n of them, increasing): MPI_Comm_split of MPI_COMM_WORLD, called by every rank.
+__attribute__((visibility("default"))) int uopc_mpi_group(const int *ranks, int n) {
+  int me = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  bool member = false;
+  for (int i = 0; i < n; ++i) member = member || ranks[i] == me;
+  MPI_Comm c = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, member ? 0 : MPI_UNDEFINED, me, &c);
+  groups.push_back(c);
+  return static_cast<int>(groups.size());
+}
+
+/// MPI_Allreduce in place on `group` (0: MPI_COMM_WORLD), in parts of at most 2^30 elements.
+__attribute__((visibility("default"))) void uopc_mpi_allreduce(void *data, uint64_t count, int type, int op, int group) {
+  MPI_Comm comm = group == 0 ? MPI_COMM_WORLD : groups.at(static_cast<size_t>(group - 1));
+  int size = 0;
+  MPI_Type_size(kTypes[type], &size);
+  char *p = static_cast<char *>(data);
+  while (count > 0) {
+    uint64_t n = count < kPart ? count : kPart;
+    MPI_Allreduce(MPI_IN_PLACE, p, static_cast<int>(n), kTypes[type], kOps[op], comm);
+    p += n * static_cast<uint64_t>(size), count -= n;
+  }
+}
+
 __attribute__((visibility("default"))) void uopc_mpi_abort(int code) {
   MPI_Abort(MPI_COMM_WORLD, code);
   std::_Exit(code); // (MPI_Abort does not return; in case it does)
 }
 
-__attribute__((visibility("default"))) void uopc_mpi_finalize() { MPI_Finalize(); }
+__attribute__((visibility("default"))) void uopc_mpi_finalize() {
+  for (MPI_Comm &c : groups)
+    if (c != MPI_COMM_NULL) MPI_Comm_free(&c);
+  MPI_Finalize();
+}
 
 } // extern "C"
