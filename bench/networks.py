@@ -8,8 +8,10 @@ against ONNX Runtime's output and timed side by side with ONNX Runtime, OpenVINO
 Per model it prints: ms of each runtime, ORT/uopc (above 1: uopc is faster), uopc's GFLOP/s (the model's
 multiply-adds counted as 2 flops, from ONNX shape inference), uopc's compile seconds, the time to a runnable
 program (export + uopc + the first uopc-run, which builds the C kernels or JITs the LLVM modules, in an empty
-kernel cache) against tinygrad's first two calls (its JIT captures on the second), and the output's error
-against ONNX Runtime (max |uopc - ORT| / max |ORT|).
+kernel cache) against tinygrad's first two calls (its JIT captures on the second; with its on-disk compile
+cache off, CACHELEVEL=0, as uopc's first run starts from an empty one: with the cache earlier runs left, tinygrad's
+first calls took 2.9 s for AlexNet, 4.8 s with it off), and the output's error against ONNX Runtime
+(max |uopc - ORT| / max |ORT|).
 
 Runs under the venv's Python (scripts/setup-python.sh: tinygrad 0.14.0, onnx, onnxruntime, OpenVINO if it installs).
 """
@@ -292,6 +294,8 @@ def main() -> int:
     ap.add_argument("--json", help="also write the rows here")
     ap.add_argument("--quick", action="store_true", help="SqueezeNet only, C only, one round, no tinygrad or OpenVINO")
     args = ap.parse_args()
+    # tinygrad compiles its kernels on its first calls only when its disk cache has none of them (read at import)
+    os.environ.setdefault("CACHELEVEL", "0")
     if args.quick:
         args.models, args.targets, args.reps, args.inner = "squeezenet", "c", 1, 1
         args.no_tinygrad = args.no_openvino = True
