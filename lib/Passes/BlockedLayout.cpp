@@ -15,10 +15,12 @@
 // has fewer than N terms (0, the default: any).
 //
 // Every kernel that reads the buffer must read it only as a channel tile's other operand (a broadcast per
-// reduction step: its own relayout opts, the buffer not among them), at c*P + p with c in [0, C) for every
-// value of its loops and p in [0, P) wherever the read happens (a padded read's gates assumed), both proven
-// by the range analysis; its index becomes the blocked one (a division and a remainder by L of the channel,
-// once per reduction step), under the same gates. A buffer that one of them reads otherwise (a pool
+// reduction step: its own relayout opts, the buffer not among them), ungated, at c*P + p with c in [0, C) and
+// p in [0, P) for every value of its loops, both proven by the range analysis; its index becomes the blocked
+// one (a division and a remainder by L of the channel, once per reduction step). With `gated=1` a padded
+// read qualifies too, p in [0, P) wherever the read happens (its gates assumed), the blocked index under the
+// same gates: that adds VGG-19's, Inception's, AlexNet's and ZFNet-512's 3x3 convolutions, where no gain was
+// shown (docs/lowering.md), so it is off by default. A buffer that one of them reads otherwise (a pool
 // vectorized along the pixels), that is written by more than one kernel or is no intermediate buffer keeps
 // its planes. The writer and the readers record the choice in their KernelInfo:
 // blocked=("SLOT:L", ...), the argument and its block of channels.
@@ -93,10 +95,11 @@ struct Blocker {
   /// every value of the kernel's loops and rest in [0, P) wherever the read happens (its gates assumed: a
   /// padded read's WHERE(valid, i, Invalid) index or gate sources), rewritten to the blocked element; nullopt
   /// otherwise.
-  const UOp *blockedIndex(const UOp *index, int64_t P, int64_t C, int64_t L) {
+  const UOp *blockedIndex(const UOp *index, int64_t P, int64_t C, int64_t L, bool gated) {
     const UOp *idx = index->src(1);
     const UOp *valid = nullptr;
     if (idx->op == Op::WHERE && isInvalidConst(idx->src(2))) valid = idx->src(0), idx = idx->src(1);
+    if (!gated && (valid || index->nsrc > 2)) return nullptr;
     for (const UOp *u : toposort(idx))
       if (isInvalidConst(u)) return nullptr;
     DType dt = idx->dtype;
@@ -130,8 +133,8 @@ struct Blocker {
     rest = simplified(rest);
     if (sc.ranges.vmin(chan) < 0 || sc.ranges.vmax(chan) >= C) return nullptr;
     std::vector<const UOp *> gates(index->src().begin() + 2, index->src().end());
-    const UOp *gated = valid ? c.make(Op::WHERE, dt, {valid, rest, makeInvalid(c, dt)}) : rest;
-    VRange r = indexRangeGivenGates(sc, c, gated, gates);
+    const UOp *where = valid ? c.make(Op::WHERE, dt, {valid, rest, makeInvalid(c, dt)}) : rest;
+    VRange r = indexRangeGivenGates(sc, c, where, gates);
     if (r.lo < 0 || r.hi >= P) return nullptr;
     const UOp *b = blocked(chan, rest, P, L);
     if (valid) b = c.make(Op::WHERE, dt, {valid, b, makeInvalid(c, dt)});
@@ -187,6 +190,7 @@ double reductionTerms(const UOp *sink) {
 
 void runBlockedLayout(Graph &g, const PassContext &pc) {
   int64_t maxTerms = pc.intOption("reduction", 0, 0, INT32_MAX);
+  bool gated = pc.intOption("gated", 0, 0, 1) != 0;
   if (pc.target.gpuGrid) return;
   Context &c = *g.ctx;
   std::vector<const UOp *> nodes = topLevelNodes(g.root);
@@ -260,7 +264,7 @@ void runBlockedLayout(Graph &g, const PassContext &pc) {
       }
       bool st = false;
       for (const UOp *a : accesses(sink, s, st)) {
-        const UOp *b = bl.blockedIndex(a, P, C, L);
+        const UOp *b = bl.blockedIndex(a, P, C, L, gated);
         // (the writer's stores: whole vectors of lanes, no division left, ungated)
         if (b && call == writer)
           for (const UOp *u : toposort(b->src(1)))
