@@ -17,10 +17,11 @@
 // Every kernel that reads the buffer must read it only as a channel tile's other operand (a broadcast per
 // reduction step: its own relayout opts, the buffer not among them), ungated, at c*P + p with c in [0, C) and
 // p in [0, P) for every value of its loops, both proven by the range analysis; its index becomes the blocked
-// one (a division and a remainder by L of the channel, once per reduction step). With `gated=1` a padded
-// read qualifies too, p in [0, P) wherever the read happens (its gates assumed), the blocked index under the
-// same gates: that adds VGG-19's, Inception's, AlexNet's and ZFNet-512's 3x3 convolutions, where no gain was
-// shown (docs/lowering.md), so it is off by default. A buffer that one of them reads otherwise (a pool
+// one (a division and a remainder by L of the channel, once per reduction step). Where the planes have at most
+// `gated` elements (default 1024, -1: any size, 0: none) a padded read qualifies too, p in [0, P) wherever the
+// read happens (its gates assumed), the blocked index under the same gates: Inception v1 and v2 1-10% faster,
+// C and LLVM; with every plane size VGG-19's LLVM build ran 9-15% slower (its 224x224 to 56x56 layers), with
+// planes of at most 1024 (its 28x28 and 14x14 layers) as fast as in planes (docs/lowering.md). A buffer that one of them reads otherwise (a pool
 // vectorized along the pixels), that is written by more than one kernel or is no intermediate buffer keeps
 // its planes. The writer and the readers record the choice in their KernelInfo:
 // blocked=("SLOT:L", ...), the argument and its block of channels.
@@ -190,7 +191,8 @@ double reductionTerms(const UOp *sink) {
 
 void runBlockedLayout(Graph &g, const PassContext &pc) {
   int64_t maxTerms = pc.intOption("reduction", 0, 0, INT32_MAX);
-  bool gated = pc.intOption("gated", 0, 0, 1) != 0;
+  // gated readers: where the buffer's planes are at most this many elements (-1: any)
+  int64_t gatedPlane = pc.intOption("gated", 1024, -1, INT32_MAX);
   if (pc.target.gpuGrid) return;
   Context &c = *g.ctx;
   std::vector<const UOp *> nodes = topLevelNodes(g.root);
@@ -264,7 +266,7 @@ void runBlockedLayout(Graph &g, const PassContext &pc) {
       }
       bool st = false;
       for (const UOp *a : accesses(sink, s, st)) {
-        const UOp *b = bl.blockedIndex(a, P, C, L, gated);
+        const UOp *b = bl.blockedIndex(a, P, C, L, gatedPlane < 0 || P <= gatedPlane);
         // (the writer's stores: whole vectors of lanes, no division left, ungated)
         if (b && call == writer)
           for (const UOp *u : toposort(b->src(1)))
