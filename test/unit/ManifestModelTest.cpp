@@ -38,8 +38,9 @@ Json fullManifest() {
 })");
 }
 
-std::string refusal(const std::function<void(Json &)> &edit) {
-  Json m = fullManifest();
+/// What fromJson says of `base` (fullManifest() by default) after `edit`: its error, or "accepted".
+std::string refusal(const std::function<void(Json &)> &edit, Json base = fullManifest()) {
+  Json m = std::move(base);
   edit(m);
   try {
     manifest::fromJson(m.dump(), "m.json");
@@ -225,16 +226,7 @@ Json allreduceManifest() {
 })");
 }
 
-std::string allreduceRefusal(const std::function<void(Json &)> &edit) {
-  Json m = allreduceManifest();
-  edit(m);
-  try {
-    manifest::fromJson(m.dump(), "m.json");
-  } catch (const Error &e) {
-    return e.what();
-  }
-  return "accepted";
-}
+std::string allreduceRefusal(const std::function<void(Json &)> &edit) { return refusal(edit, allreduceManifest()); }
 
 } // namespace
 
