@@ -13,6 +13,10 @@ cache off, CACHELEVEL=0, as uopc's first run starts from an empty one: with the 
 first calls took 2.9 s for AlexNet, 4.8 s with it off), and the output's error against ONNX Runtime
 (max |uopc - ORT| / max |ORT|).
 
+--tune: per target also `uopc --tune` into a fresh database at uopc's default budget (or --tune-budget), a second
+compile with that database alone (which must time nothing and write the same bytes), and the tuned kernels timed
+in the same alternating rounds: the tuned time, its ratio to the default's and to ORT's, the search's seconds.
+
 Runs under the venv's Python (scripts/setup-python.sh: tinygrad 0.14.0, onnx, onnxruntime, OpenVINO if it installs).
 """
 import argparse
@@ -181,6 +185,44 @@ def uopc_bench(uopc_run, manifest, inputs, threads, n, env):
     return float(m.group(1)) / 1e3
 
 
+def tune_target(args, root, exp, inputs, target, env, row):
+    """uopc --tune into a fresh database (the default budget unless --tune-budget), then a second compile with
+    that database and no --tune: its seconds, what it searched and whether the second compile wrote the same
+    bytes. Returns (the tuned manifest, its output file)."""
+    db = os.path.join(root, f"tune.{target}.json")
+    kdir, again = os.path.join(root, f"{target}-tuned"), os.path.join(root, f"{target}-tuned-again")
+    for p in (db, kdir, again):
+        subprocess.run(["rm", "-rf", p], check=True)
+    cmd = [args.uopc, os.path.join(exp, "graph.json"), "-o", kdir, "--target", target, "--tune", "--tune-db", db]
+    if args.tune_budget is not None:
+        cmd += ["--tune-budget", str(args.tune_budget)]
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    row[f"tune_s_{target}"] = time.perf_counter() - t0
+    if p.returncode:
+        raise RuntimeError(f"uopc --tune --target {target}: {p.stderr.strip()[-400:]}")
+    m = re.search(r"tune: (\d+) kernels: .*?(\d+) searched in ([0-9.]+) s", p.stderr)
+    row[f"tune_kernels_{target}"] = int(m.group(1)) if m else None
+    row[f"tune_searched_{target}"] = int(m.group(2)) if m else 0
+    # (kernels whose kept list is not the heuristic's)
+    row[f"tune_changed_{target}"] = sum(1 for line in p.stderr.splitlines() if ": kept [" in line and "(1.00x" not in line
+                                        and "the heuristic's" not in line)
+    with open(os.path.join(root, f"tune.{target}.log"), "w") as f:
+        f.write(p.stderr)
+    p = subprocess.run([args.uopc, os.path.join(exp, "graph.json"), "-o", again, "--target", target, "--tune-db", db],
+                       capture_output=True, text=True)
+    if p.returncode:
+        raise RuntimeError(f"uopc --tune-db --target {target}: {p.stderr.strip()[-400:]}")
+    row[f"tune_db_timed_{target}"] = "heuristic [" in p.stderr or "best so far" in p.stderr
+    row[f"tune_db_identical_{target}"] = subprocess.run(["diff", "-r", "-q", kdir, again], capture_output=True).returncode == 0
+    got_file = os.path.join(root, f"out.{target}-tuned.safetensors")
+    p = subprocess.run([args.uopc_run, os.path.join(kdir, "manifest.json"), "--inputs", inputs, "--outputs", got_file,
+                        "--threads", str(args.threads)], capture_output=True, text=True, env=env)
+    if p.returncode:
+        raise RuntimeError(f"uopc-run (tuned) --target {target}: {p.stderr.strip()[-400:]}")
+    return os.path.join(kdir, "manifest.json"), got_file
+
+
 def best_ms(f, n):
     t = []
     for _ in range(n):
@@ -242,6 +284,10 @@ def run_model(args, name, root):
         got_files[target] = got_file
         manifest = os.path.join(kdir, "manifest.json")
         uopc_runners.append((f"uopc {target}", (lambda m=manifest, e=env_t: uopc_bench(args.uopc_run, m, inputs, args.threads, args.inner, e))))
+        if args.tune:
+            tuned = tune_target(args, root, exp, inputs, target, env_t, row)
+            got_files[f"{target} tuned"] = tuned[1]
+            uopc_runners.append((f"uopc {target} tuned", (lambda m=tuned[0], e=env_t: uopc_bench(args.uopc_run, m, inputs, args.threads, args.inner, e))))
     ort = Ort(model, feed, args.threads)
     want = ort()[0].reshape(-1)
     for target, got_file in got_files.items():
@@ -292,6 +338,8 @@ def main() -> int:
     ap.add_argument("--no-tinygrad", action="store_true")
     ap.add_argument("--no-openvino", action="store_true")
     ap.add_argument("--json", help="also write the rows here")
+    ap.add_argument("--tune", action="store_true", help="also uopc --tune per target (a fresh database each) and the tuned kernels timed beside the default's")
+    ap.add_argument("--tune-budget", type=float, help="uopc --tune-budget (default: uopc's)")
     ap.add_argument("--quick", action="store_true", help="SqueezeNet only, C only, one round, no tinygrad or OpenVINO")
     args = ap.parse_args()
     # tinygrad compiles its kernels on its first calls only when its disk cache has none of them (read at import)
@@ -319,6 +367,12 @@ def main() -> int:
             ready = row["export_s"] + row[f"compile_s_{t}"] + row[f"first_run_s_{t}"]
             parts.append(f"uopc {t} {ms:.1f} ms, ORT/uopc {row['ORT'] / ms:.2f}, {row['gflop'] / ms * 1e3:.1f} GFLOP/s, "
                          f"compile {row[f'compile_s_{t}']:.2f} s, ready {ready:.1f} s, err {row[f'err_{t}']:.1e}")
+        for t in args.targets if args.tune else []:
+            ms, base = row[f"uopc {t} tuned"], row[f"uopc {t}"]
+            parts.append(f"uopc {t} tuned {ms:.1f} ms, ORT/uopc {row['ORT'] / ms:.2f}, {base / ms:.2f}x the default's, "
+                         f"tune {row[f'tune_s_{t}']:.1f} s ({row[f'tune_searched_{t}']} kernels searched, "
+                         f"{row[f'tune_changed_{t}']} changed), database compile identical {row[f'tune_db_identical_{t}']} "
+                         f"(timed: {row[f'tune_db_timed_{t}']}), err {row[f'err_{t} tuned']:.1e}")
         print("; ".join(parts), flush=True)
     ok = [r for r in rows if "failed" not in r]
     print("\n| model | GFLOP | ORT ms | OpenVINO ms | tinygrad ms | " +
@@ -350,6 +404,23 @@ def main() -> int:
         if cnn:
             g = math.exp(sum(math.log(r["ORT"] / r[f"uopc {t}"]) for r in cnn) / len(cnn))
             print(f"geometric mean ORT/uopc over {len(cnn)} CNNs, {t}: {g:.3f}")
+    if args.tune and ok:
+        print("\n| model | " + " | ".join(f"{t} default ms | {t} tuned ms | {t} tuned/default | {t} ORT/tuned | {t} tune s | {t} searched (changed) | {t} database build identical"
+                                       for t in args.targets) + " |")
+        print("|---" * (1 + 7 * len(args.targets)) + "|")
+        for r in ok:
+            cells = []
+            for t in args.targets:
+                d, u = r[f"uopc {t}"], r[f"uopc {t} tuned"]
+                cells += [f"{d:.1f}", f"{u:.1f}", f"{d / u:.2f}", f"{r['ORT'] / u:.2f}", f"{r[f'tune_s_{t}']:.0f}",
+                          f"{r[f'tune_searched_{t}']} ({r[f'tune_changed_{t}']})",
+                          "yes" if r[f"tune_db_identical_{t}"] and not r[f"tune_db_timed_{t}"] else "NO"]
+            print(f"| {r['model']} | " + " | ".join(cells) + " |")
+        for t in args.targets:
+            if cnn:
+                g = math.exp(sum(math.log(r["ORT"] / r[f"uopc {t} tuned"]) for r in cnn) / len(cnn))
+                gd = math.exp(sum(math.log(r[f"uopc {t}"] / r[f"uopc {t} tuned"]) for r in cnn) / len(cnn))
+                print(f"geometric mean ORT/uopc tuned over {len(cnn)} CNNs, {t}: {g:.3f} ({gd:.3f}x the default's)")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)

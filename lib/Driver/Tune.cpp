@@ -11,23 +11,29 @@
 #include "IR/Work.h"
 #include "Passes/Optimize/Opts.h"
 #include "Passes/Schedule.h"
+#include "Runtime/KernelCache.h"
 #include "Runtime/ManifestModel.h"
 #include "Runtime/Sha256.h"
+#include "Runtime/ThreadPool.h"
 #include "Targets/KernelABI.h"
 #include "Targets/LLVMJit.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cerrno>
 #include <cmath>
-#include <condition_variable>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <iomanip>
-#include <mutex>
 #include <ostream>
 #include <set>
 #include <sstream>
 #include <thread>
+
+#include <dlfcn.h>
 
 namespace uopc {
 namespace {
@@ -96,58 +102,15 @@ std::string ms(double ns) {
 
 // ---- running kernels ---------------------------------------------------------------------------------
 
-/// n threads (the caller is thread 0) that run one job at a time (Runtime/Runner.cpp's pool, for the timing).
-class Pool {
-public:
-  explicit Pool(int n) : n_(std::max(1, n)) {
-    for (int t = 1; t < n_; ++t) workers_.emplace_back([this, t] { work(t); });
+/// A loaded shared object of C kernels, unloaded with it.
+struct SharedObject {
+  void *handle = nullptr;
+  SharedObject() = default;
+  SharedObject(const SharedObject &) = delete;
+  SharedObject &operator=(const SharedObject &) = delete;
+  ~SharedObject() {
+    if (handle) dlclose(handle);
   }
-  ~Pool() {
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      stop_ = true;
-      ++generation_;
-    }
-    wake_.notify_all();
-    for (std::thread &w : workers_) w.join();
-  }
-  int size() const { return n_; }
-  void run(const std::function<void(int)> &f) {
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      job_ = &f;
-      pending_ = n_ - 1;
-      ++generation_;
-    }
-    wake_.notify_all();
-    f(0);
-    std::unique_lock<std::mutex> l(mu_);
-    done_.wait(l, [&] { return pending_ == 0; });
-  }
-
-private:
-  void work(int t) {
-    uint64_t seen = 0;
-    std::unique_lock<std::mutex> l(mu_);
-    for (;;) {
-      wake_.wait(l, [&] { return generation_ != seen; });
-      seen = generation_;
-      if (stop_) return;
-      const std::function<void(int)> *f = job_;
-      l.unlock();
-      (*f)(t);
-      l.lock();
-      if (--pending_ == 0) done_.notify_one();
-    }
-  }
-  int n_;
-  std::vector<std::thread> workers_;
-  std::mutex mu_;
-  std::condition_variable wake_, done_;
-  const std::function<void(int)> *job_ = nullptr;
-  int pending_ = 0;
-  uint64_t generation_ = 0;
-  bool stop_ = false;
 };
 
 /// A buffer of a kernel's arguments, the same in the reference and in every candidate: a parameter by slot,
@@ -303,7 +266,8 @@ bool matches(const unsigned char *got, const unsigned char *want, size_t bytes, 
 /// Some steps of a compiled Module (a kernel and the packs it adds) JIT-compiled, with where their
 /// arguments are.
 struct Steps {
-  std::unique_ptr<KernelJit> jit;
+  std::unique_ptr<KernelJit> jit;         ///< LLVM IR kernels: in-process
+  std::unique_ptr<SharedObject> object;   ///< C kernels: built by the C compiler as uopc-run builds them
   struct One {
     KernelJit::Entry entry = nullptr;
     std::vector<BufKey> args;
@@ -314,6 +278,8 @@ struct Steps {
   std::vector<One> steps;
   std::map<BufKey, std::pair<size_t, DType>> sizes; ///< every argument's bytes and dtype
   std::set<BufKey> written;                         ///< the arguments a step writes
+  /// The arguments the blocked-layout pass stores in blocks of channels: (lanes L, plane elements P).
+  std::map<BufKey, std::pair<int64_t, int64_t>> blocked;
   /// The buffers only these steps have (a pack's), their own: another candidate's of the same slot may be of
   /// another size.
   std::map<BufKey, Mem> own;
@@ -331,19 +297,48 @@ std::vector<size_t> stepsOf(const Schedule &s, const std::string &name) {
   return out;
 }
 
-/// Renders and JIT-compiles steps `which` of m. Throws Error (the target refuses a kernel, a symbolic size).
-Steps prepare(Module &m, const std::vector<size_t> &which, const std::string &cpu) {
+/// Renders steps `which` of m and compiles them: LLVM IR through the JIT; C with the C compiler, with the
+/// flags uopc-run builds with (Runtime/KernelCache.h), in a directory of its own under `scratch`. Throws Error
+/// (the target refuses a kernel, a symbolic size, the compiler fails).
+Steps prepare(Module &m, const std::vector<size_t> &which, const std::string &cpu, const fs::path &scratch) {
   const Schedule &s = *m.schedule();
   if (which.empty()) fail("the compile has no such kernel");
   Steps out;
-  out.jit = std::make_unique<KernelJit>(cpu);
+  bool c = m.renderer->language() == "C";
+  if (!c) out.jit = std::make_unique<KernelJit>(cpu);
   std::vector<KernelJit::EntrySpec> specs;
+  std::vector<std::string> files;
+  std::ostringstream entry; // (C: the entry points, as uopc-run's trampolines)
+  entry << "#include <stdint.h>\n";
+  static uint64_t built = 0;
+  fs::path dir = scratch / ("candidate" + std::to_string(built++));
+  if (c) {
+    std::error_code ec;
+    fs::create_directory(dir, ec);
+    if (ec) fail("cannot create '" + dir.string() + "': " + ec.message());
+  }
   for (size_t i : which) {
     const SchedStep &st = s.steps[i];
     if (!st.vars.empty()) fail("the kernel has variables");
     std::string symbol = "uopc_tune_" + std::to_string(i);
     RenderedKernel rk = m.renderer->render(*m.graph.ctx, st.call, st.deviceNum, symbol);
-    out.jit->addModule(m.renderer->fileText(rk), s.kernels[st.kernel].name);
+    if (c) {
+      files.push_back("k" + std::to_string(i) + ".c");
+      std::ofstream f(dir / files.back(), std::ios::binary);
+      f << m.renderer->fileText(rk);
+      if (!f.flush()) fail("cannot write '" + (dir / files.back()).string() + "'");
+      std::string params, call;
+      for (size_t a = 0; a < st.args.size() + (kernelParallel(st.call) ? 2 : 0); ++a) {
+        bool var = a >= st.args.size();
+        params += std::string(a ? ", " : "") + (var ? "int64_t" : "void *");
+        call += std::string(a ? ", " : "") + (var ? "v[" + std::to_string(a - st.args.size()) + "]" : "b[" + std::to_string(a) + "]");
+      }
+      entry << "extern void " << rk.symbol << "(" << (params.empty() ? "void" : params) << ");\n"
+            << "void uopc_entry_" << specs.size() << "(void **b, const int64_t *v) { (void)b; (void)v; " << rk.symbol
+            << "(" << call << "); }\n";
+    } else {
+      out.jit->addModule(m.renderer->fileText(rk), s.kernels[st.kernel].name);
+    }
     Steps::One one;
     one.parallel = kernelParallel(st.call);
     one.parallelWork = kernelParallelWork(st.call);
@@ -357,16 +352,67 @@ Steps prepare(Module &m, const std::vector<size_t> &which, const std::string &cp
       out.sizes[key] = {static_cast<size_t>(b.bytes()), b.dtype};
       if (abi.written.count(static_cast<int64_t>(a))) out.written.insert(key);
     }
+    for (const std::string &b : blockedArgs(kernelSink(st.call))) {
+      int64_t slot = -1, lanes = 0, plane = 0;
+      char sep1 = 0, sep2 = 0;
+      std::istringstream in(b);
+      if (!(in >> slot >> sep1 >> lanes >> sep2 >> plane) || sep1 != ':' || sep2 != ':' || slot < 0 ||
+          static_cast<size_t>(slot) >= one.args.size() || lanes < 2 || plane < 2)
+        fail("the kernel's blocked argument '" + b + "' is not SLOT:L:P");
+      out.blocked[one.args[static_cast<size_t>(slot)]] = {lanes, plane};
+    }
     specs.push_back({rk.symbol, st.args.size(), one.parallel ? 2u : 0u});
     out.steps.push_back(std::move(one));
   }
-  std::vector<KernelJit::Entry> e = out.jit->entries(specs);
-  for (size_t k = 0; k < e.size(); ++k) out.steps[k].entry = e[k];
+  if (!c) {
+    std::vector<KernelJit::Entry> e = out.jit->entries(specs);
+    for (size_t k = 0; k < e.size(); ++k) out.steps[k].entry = e[k];
+    return out;
+  }
+  struct RemoveDir {
+    fs::path dir;
+    ~RemoveDir() {
+      std::error_code ec;
+      fs::remove_all(dir, ec); // (the loaded object stays mapped)
+    }
+  } remove{dir};
+  fs::path so = buildKernelObject(dir, files, entry.str(), cpu, dir);
+  out.object = std::make_unique<SharedObject>();
+  out.object->handle = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!out.object->handle) fail(std::string("cannot load the candidate's kernels: ") + dlerror());
+  for (size_t k = 0; k < out.steps.size(); ++k) {
+    std::string name = "uopc_entry_" + std::to_string(k);
+    void *p = dlsym(out.object->handle, name.c_str());
+    if (!p) fail("the candidate's kernels lack " + name);
+    out.steps[k].entry = reinterpret_cast<KernelJit::Entry>(p);
+  }
   return out;
 }
 
+/// Buffer m, in planes (element c*P + p), stored in blocks of L channels ((c / L)*P*L + p*L + c % L) when
+/// `toBlocked`, else the other way. Throws Error where its size is no whole number of blocks of planes.
+void relayout(Mem &m, int64_t L, int64_t P, bool toBlocked) {
+  size_t size = dtypeSize(m.dtype), n = size ? m.bytes / size : 0;
+  size_t lanes = static_cast<size_t>(L), plane = static_cast<size_t>(P);
+  if (!n || n % plane || (n / plane) % lanes) fail("a blocked argument's size is no whole number of blocks of planes");
+  std::vector<unsigned char> from(m.data(), m.data() + m.bytes);
+  unsigned char *to = m.data();
+  for (size_t c = 0; c < n / plane; ++c)
+    for (size_t p = 0; p < plane; ++p) {
+      size_t flat = c * plane + p, blocked = (c / lanes) * plane * lanes + p * lanes + c % lanes;
+      std::memcpy(to + (toBlocked ? blocked : flat) * size, from.data() + (toBlocked ? flat : blocked) * size, size);
+    }
+}
+
+/// The buffers of `mem` that g's steps take in blocks of channels, from planes to blocks (`toBlocked`) or back:
+/// the reference and the candidates agree on the contents in planes.
+void relayoutBlocked(const Steps &g, std::map<BufKey, Mem> &mem, bool toBlocked) {
+  for (const auto &[key, lp] : g.blocked)
+    if (auto it = mem.find(key); it != mem.end()) relayout(it->second, lp.first, lp.second, toBlocked);
+}
+
 /// Runs the steps once (`once` steps only when `withOnce`) on their own buffers and those of `mem`.
-void runSteps(Steps &g, std::map<BufKey, Mem> &mem, Pool &pool, bool withOnce) {
+void runSteps(Steps &g, std::map<BufKey, Mem> &mem, ThreadPool &pool, bool withOnce) {
   std::vector<void *> bufs;
   for (const Steps::One &s : g.steps) {
     if (s.once && !withOnce) continue;
@@ -379,12 +425,22 @@ void runSteps(Steps &g, std::map<BufKey, Mem> &mem, Pool &pool, bool withOnce) {
       s.entry(bufs.data(), nullptr);
       continue;
     }
+    // (as uopc-run runs it: chunks of like work, each thread taking the next one when it is done, on the
+    // same spinning pool)
     int64_t n = s.parallel, parts = std::min<int64_t>(pool.size(), n);
-    pool.run([&](int t) {
-      if (t >= parts) return;
-      int64_t v[2] = {manifest::splitPoint(n, parts, t, s.parallelWork),
-                      manifest::splitPoint(n, parts, t + 1, s.parallelWork)};
+    if (parts <= 1) {
+      int64_t v[2] = {0, n};
       s.entry(bufs.data(), v);
+      continue;
+    }
+    std::vector<int64_t> cuts = manifest::splitChunks(n, parts, manifest::kChunksPerThread, s.parallelWork);
+    std::atomic<size_t> next{0};
+    pool.run([&](int) {
+      int64_t v[2];
+      for (size_t c; (c = next.fetch_add(1, std::memory_order_relaxed)) + 1 < cuts.size();) {
+        v[0] = cuts[c], v[1] = cuts[c + 1];
+        s.entry(bufs.data(), v);
+      }
     });
   }
 }
@@ -475,7 +531,8 @@ struct Search {
   const KernelFacts &facts;
   const std::string &others; ///< the opts= text of the other kernels (the user's --kernel-opts)
   Module &reference;
-  Pool &pool;
+  ThreadPool &pool;
+  const fs::path &scratch; ///< where C candidates are built
 
   std::map<BufKey, Mem> pristine, work;
   std::map<BufKey, std::vector<unsigned char>> expected; ///< the reference's outputs
@@ -488,7 +545,7 @@ struct Search {
     for (size_t i = 0; i < s.steps.size(); ++i)
       if (s.steps[i].kind == SchedStep::Kind::Kernel && s.kernels[s.steps[i].kernel].name == facts.name) which.push_back(i);
     if (which.size() != 1) fail("the --opt-level 0 compile has no kernel " + facts.name);
-    Steps g = prepare(reference, which, req.base.render.cpu);
+    Steps g = prepare(reference, which, req.base.render.cpu, scratch);
     for (const auto &[key, sz] : g.sizes) {
       Mem &m = pristine[key];
       m.dtype = sz.second;
@@ -496,7 +553,9 @@ struct Search {
       fill(m, key);
     }
     std::map<BufKey, Mem> mem = pristine;
+    relayoutBlocked(g, mem, true);
     runSteps(g, mem, pool, true);
+    relayoutBlocked(g, mem, false);
     for (const BufKey &k : g.written) expected[k].assign(mem.at(k).data(), mem.at(k).data() + mem.at(k).bytes);
   }
 
@@ -510,14 +569,14 @@ struct Search {
     auto g = std::make_shared<Steps>();
     try {
       CompileOptions co;
-      co.target = findTarget("llvm");
+      co.target = req.base.target;
       co.render = req.base.render;
       co.render.allowCustom = false;
       std::string text = joined(opts, "/"), mine = facts.name + (opts.empty() ? "" : "/" + text);
       co.pipeline = withOptimize(req.base.pipeline, -1, others.empty() ? mine : others + ";" + mine);
       std::ostringstream out, err;
       Module m = compile(readGraphFile(req.input), co, out, err);
-      *g = prepare(m, stepsOf(*m.schedule(), facts.name), req.base.render.cpu);
+      *g = prepare(m, stepsOf(*m.schedule(), facts.name), req.base.render.cpu, scratch);
     } catch (const Error &) {
       ++refused;
       return nullptr;
@@ -534,7 +593,14 @@ struct Search {
       if (m.bytes != sz.first) m = it->second;
       else std::memcpy(m.data(), it->second.data(), sz.first);
     }
-    runSteps(*g, work, pool, true);
+    try {
+      relayoutBlocked(*g, work, true);
+      runSteps(*g, work, pool, true);
+      relayoutBlocked(*g, work, false);
+    } catch (const Error &) {
+      ++refused;
+      return nullptr;
+    }
     for (const auto &[key, want] : expected) {
       auto it = work.find(key);
       if (it == work.end() || it->second.bytes != want.size() || !matches(it->second.data(), want.data(), want.size(), it->second.dtype)) {
@@ -668,7 +734,21 @@ TuneResult tuneKernels(const TuneRequest &req, std::ostream &log) {
     ro.pipeline = withOptimize(req.base.pipeline, 0, "");
     std::ostringstream out, err;
     Module reference = compile(readGraphFile(req.input), ro, out, err);
-    Pool pool(threads);
+    ThreadPool pool(threads);
+    // (a private directory for the C candidates' builds, removed on the way out)
+    std::error_code tmpError;
+    fs::path tmp = fs::temp_directory_path(tmpError);
+    if (tmpError) tmp = "/tmp";
+    std::string scratchName = (tmp / "uopc-tune-XXXXXX").string();
+    if (!mkdtemp(scratchName.data())) fail("cannot create a directory for the tuning builds in '" + tmp.string() + "': " + std::strerror(errno));
+    const fs::path scratch = scratchName;
+    struct RemoveScratch {
+      fs::path dir;
+      ~RemoveScratch() {
+        std::error_code ec;
+        fs::remove_all(dir, ec);
+      }
+    } removeScratch{scratch};
     // the budget: what is left of it, shared by the kernels still to search by their estimated work (the
     // largest first)
     std::stable_sort(toSearch.begin(), toSearch.end(), [&](size_t a, size_t b) { return facts[kernels[a].members[0]].work > facts[kernels[b].members[0]].work; });
@@ -685,7 +765,7 @@ TuneResult tuneKernels(const TuneRequest &req, std::ostream &log) {
       share = std::max(share, std::min(0.5, left / static_cast<double>(after)));
       auto ks = Clock::now();
       std::string where = prefix + "kernel " + std::to_string(i + 1) + "/" + std::to_string(kernels.size()) + " " + f.name + ": ";
-      Search s{req, f, userOpts, reference, pool, {}, {}, {}};
+      Search s{req, f, userOpts, reference, pool, scratch, {}, {}, {}};
       try {
         s.start();
       } catch (const Error &e) {

@@ -180,7 +180,7 @@ std::optional<int64_t> indexStride(const UOp *index, const UOp *range, bool thro
 /// The opts the optimize pass applied to kernel SINK `sink` (its KernelInfo's applied_opts), in order.
 std::vector<std::string> appliedOpts(const UOp *sink);
 /// The arguments the blocked-layout pass laid out in blocks of channels for kernel SINK `sink` (its
-/// KernelInfo's blocked: "SLOT:L", argument SLOT in blocks of L channels), in order.
+/// KernelInfo's blocked: "SLOT:L:P", argument SLOT in blocks of L channels of planes of P elements), in order.
 std::vector<std::string> blockedArgs(const UOp *sink);
 
 /// The range number of a RANGE (its arg's first field; the node's index where it has none).

@@ -24,7 +24,7 @@
 // planes of at most 1024 (its 28x28 and 14x14 layers) as fast as in planes (docs/lowering.md). A buffer that one of them reads otherwise (a pool
 // vectorized along the pixels), that is written by more than one kernel or is no intermediate buffer keeps
 // its planes. The writer and the readers record the choice in their KernelInfo:
-// blocked=("SLOT:L", ...), the argument and its block of channels.
+// blocked=("SLOT:L:P", ...), the argument, its block of channels and its planes' elements.
 #include "IR/Error.h"
 #include "IR/Kernel.h"
 #include "IR/Range.h"
@@ -283,7 +283,7 @@ void runBlockedLayout(Graph &g, const PassContext &pc) {
       const UOp *sink = sinkOf.count(call) ? sinkOf[call] : kernelSink(call);
       sinkOf[call] = substitute(c, sink, sub);
     }
-    for (const auto &[call, s] : uses[buf]) recorded[call].push_back(std::to_string(s) + ":" + std::to_string(L));
+    for (const auto &[call, s] : uses[buf]) recorded[call].push_back(std::to_string(s) + ":" + std::to_string(L) + ":" + std::to_string(P));
   }
   if (sinkOf.empty()) return;
   // the kernels with their new SINKs (and everything that refers to them)

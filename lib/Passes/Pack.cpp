@@ -25,6 +25,8 @@
 namespace uopc {
 namespace {
 
+const UOp *withBlocked(Context &c, const UOp *sink, const std::vector<std::string> &entries);
+
 struct Packer {
   Context &c;
   int64_t nextBuffer; ///< the slot of the next intermediate BUFFER
@@ -119,12 +121,23 @@ struct Packer {
     const UOp *store = c.make(Op::STORE, DType::Void, {c.make(Op::INDEX, read->dtype, {param(qa, 0, n), lin(loops)}), from});
     std::vector<const UOp *> endSrc{store};
     endSrc.insert(endSrc.end(), loops.begin(), loops.end());
-    const Arg *info = makeRecord(c, "KernelInfo", {{"name", c.argString(copyName(name, slot))}});
+    // (a read the blocked-layout pass made of blocks of channels, "SLOT:L:P", is now the copy's: its argument 1;
+    // the kernel reads Q in its loops' order)
+    std::vector<std::string> blocked = blockedArgs(sink), kept, moved;
+    for (const std::string &b : blocked)
+      (b.rfind(std::to_string(slot) + ":", 0) == 0 ? moved : kept).push_back(b);
+    std::vector<std::pair<std::string_view, const Arg *>> copyFields{{"name", c.argString(copyName(name, slot))}};
+    std::vector<const Arg *> copyBlocked;
+    for (const std::string &b : moved) copyBlocked.push_back(c.argString("1" + b.substr(b.find(':'))));
+    if (!copyBlocked.empty()) copyFields.emplace_back("blocked", c.argTuple(copyBlocked));
+    const Arg *info = makeRecord(c, "KernelInfo", copyFields);
     const UOp *copy = c.make(Op::SINK, DType::Void, {c.make(Op::END, DType::Void, endSrc, end->arg, end->tag)}, info);
     const UOp *call = c.make(Op::CALL, DType::Void, {copy, q, args[static_cast<size_t>(slot)]});
     args[static_cast<size_t>(slot)] = c.make(Op::AFTER, q->dtype, {q, call});
     const UOp *packed = c.make(Op::INDEX, read->dtype, {param(qa, slot, n), lin(dims)});
-    return {substitute(c, sink, {{read, packed}}), std::move(args)};
+    const UOp *reader = substitute(c, sink, {{read, packed}});
+    if (!moved.empty()) reader = withBlocked(c, reader, kept);
+    return {reader, std::move(args)};
   }
 
   static std::string copyName(const std::string &name, int64_t slot) { return name + "_pack" + std::to_string(slot); }
@@ -139,6 +152,19 @@ struct Packer {
     return n && n->kind == ArgKind::String && n->str() == copyName(name, slot) && call->nsrc > 1 && call->src(1) == arg->src(0);
   }
 };
+
+/// Kernel SINK `sink` with its KernelInfo's `blocked` field `entries` (none: the field left out).
+const UOp *withBlocked(Context &c, const UOp *sink, const std::vector<std::string> &entries) {
+  std::vector<std::pair<std::string_view, const Arg *>> fields;
+  const Arg *info = sink->arg;
+  if (info && info->kind == ArgKind::Record)
+    for (size_t k = 0; k < info->count; ++k)
+      if (info->keys()[k] != "blocked") fields.emplace_back(info->keys()[k], info->elems()[k]);
+  std::vector<const Arg *> list;
+  for (const std::string &e : entries) list.push_back(c.argString(e));
+  if (!list.empty()) fields.emplace_back("blocked", c.argTuple(list));
+  return c.make(Op::SINK, sink->dtype, sink->src(), makeRecord(c, "KernelInfo", fields), sink->tag);
+}
 
 std::string nameOf(const UOp *sink) {
   const Arg *n = sink->arg && sink->arg->kind == ArgKind::Record ? sink->arg->field("name") : nullptr;

@@ -343,4 +343,13 @@ fs::path cachedKernelObject(const fs::path &dir, const std::vector<std::string> 
   return so;
 }
 
+fs::path buildKernelObject(const fs::path &dir, const std::vector<std::string> &files, const std::string &entry,
+                           const std::string &cpu, const fs::path &into) {
+  std::vector<std::string> texts;
+  for (const std::string &f : files) texts.push_back(readWhole((dir / f).string(), "kernel source"));
+  fs::path so = into / "kernels.so";
+  build(into, so, "candidate-kernels", files, texts, entry, cpu, dir);
+  return so;
+}
+
 } // namespace uopc

@@ -61,4 +61,9 @@ std::string kernelCacheDir();
 fs::path cachedKernelObject(const fs::path &dir, const std::vector<std::string> &files, const std::string &entry,
                             const std::string &cpu);
 
+/// The same shared object built into `into` (a directory of the caller's, private to it) as `into`/kernels.so,
+/// outside the cache: uopc --tune's candidates, built once and timed. Throws Error.
+fs::path buildKernelObject(const fs::path &dir, const std::vector<std::string> &files, const std::string &entry,
+                           const std::string &cpu, const fs::path &into);
+
 } // namespace uopc

@@ -485,16 +485,25 @@ struct Reader {
       for (const Json &x : *o) {
         if (!x.is_string()) fail("manifest: " + where + ".blocked is not a list of strings");
         std::string b = x.get<std::string>();
-        // SLOT:L, an argument of the step and a block of at least 2 channels
-        size_t colon = b.find(':');
-        int64_t slot = -1, lanes = 0;
+        // SLOT:L:P, an argument of the step, a block of at least 2 channels and planes of at least 2 elements
+        // (SLOT:L: a manifest written before P was recorded)
         auto digits = [](std::string_view t, int64_t &v) {
           auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
           return !t.empty() && ec == std::errc() && p == t.data() + t.size();
         };
-        if (colon == std::string::npos || !digits(std::string_view(b).substr(0, colon), slot) ||
-            !digits(std::string_view(b).substr(colon + 1), lanes) || slot >= static_cast<int64_t>(st.args.size()) || lanes < 2)
-          fail("manifest: " + where + ".blocked entry '" + b.substr(0, 40) + "' is not SLOT:L of an argument of the step");
+        std::string_view rest(b);
+        int64_t field[3] = {-1, 0, 2};
+        size_t fields = 0;
+        bool good = true;
+        while (good && fields < 3) {
+          size_t colon = rest.find(':');
+          good = digits(rest.substr(0, colon), field[fields++]);
+          if (colon == std::string_view::npos) break;
+          rest.remove_prefix(colon + 1);
+          good = good && fields < 3;
+        }
+        if (!good || fields < 2 || field[0] >= static_cast<int64_t>(st.args.size()) || field[1] < 2 || field[2] < 2)
+          fail("manifest: " + where + ".blocked entry '" + b.substr(0, 40) + "' is not SLOT:L:P of an argument of the step");
         st.blocked.push_back(std::move(b));
       }
     }

@@ -114,7 +114,8 @@ struct Step {
   /// choice), "hand" (--kernel-opts), "search" (a tuning database entry a timed search wrote), "database" (an
   /// entry written without a search). Written as "opts_from".
   std::string optsFrom;
-  std::vector<std::string> blocked; ///< the blocked-layout pass's arguments in blocks of channels ("SLOT:L")
+  std::vector<std::string> blocked; ///< the blocked-layout pass's arguments in blocks of channels ("SLOT:L:P"; "SLOT:L" from
+                                    ///< manifests written before P was recorded)
   /// Runs in the first run after the inputs are loaded only (a re-layout of weights; Schedule's SchedStep::once).
   bool once = false;
   std::optional<Estimates> estimates;
@@ -160,6 +161,10 @@ int64_t splitPoint(int64_t n, int64_t parts, int64_t t, const std::vector<std::p
 /// The chunks a split loop of n iterations is run in by `parts` threads, each taking the next chunk when it is
 /// done with one (uopc-run): about perPart chunks per thread, each about as much work (as splitPoint cuts,
 /// multiples of 256 iterations on the same condition): 0 = cuts[0] < cuts[1] < ... < cuts.back() = n.
+/// uopc-run's chunks a thread (splitChunks' perPart; uopc --tune times kernels the same way). 1 and 4 were within
+/// this shared machine's noise of each other on DenseNet-121, SqueezeNet and ShuffleNet (2 threads,
+/// alternating); more than one lets a thread that finishes early take work from one that runs slow.
+constexpr int64_t kChunksPerThread = 4;
 std::vector<int64_t> splitChunks(int64_t n, int64_t parts, int64_t perPart,
                                  const std::vector<std::pair<int64_t, int64_t>> &work = {});
 

@@ -9,6 +9,7 @@
 #include "Runtime/KernelCache.h"
 #include "Runtime/ManifestModel.h"
 #include "Runtime/Mpi.h"
+#include "Runtime/ThreadPool.h"
 #include "Targets/LLVMJit.h"
 
 #include <algorithm>
@@ -135,90 +136,6 @@ Mem allocate(int64_t bytes) {
 }
 
 using Entry = void (*)(void **, const int64_t *);
-
-/// n threads (the caller is thread 0) that run one job at a time: run(f) calls f(t) on every thread t
-/// and returns when all are done. Between jobs a worker spins for a while (kSpin) before it sleeps, and so
-/// does the caller waiting for the workers: a network runs its split kernels back to back, tens to hundreds
-/// of microseconds each, and waking a sleeping thread (a futex wake, on a virtual machine an interrupt to an
-/// idle virtual CPU) took about as long as such a kernel: DenseNet-121's 3x3 convolutions at 7x7 and 14x14
-/// ran no faster on 2 threads than on 1.
-class ThreadPool {
-public:
-  explicit ThreadPool(int n)
-      : n_(std::max(1, n)), spin_(static_cast<unsigned>(n_) <= std::max(1u, std::thread::hardware_concurrency())) {
-    for (int t = 1; t < n_; ++t) workers_.emplace_back([this, t] { work(t); });
-  }
-  ~ThreadPool() {
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      stop_.store(true, std::memory_order_relaxed);
-      generation_.fetch_add(1, std::memory_order_release);
-    }
-    wake_.notify_all();
-    for (std::thread &w : workers_) w.join();
-  }
-  int size() const { return n_; }
-  void run(const std::function<void(int)> &f) {
-    if (n_ == 1) return f(0);
-    job_ = &f;
-    pending_.store(n_ - 1, std::memory_order_relaxed);
-    {
-      std::lock_guard<std::mutex> l(mu_); // (a worker deciding to sleep checks the generation under it)
-      generation_.fetch_add(1, std::memory_order_release);
-    }
-    wake_.notify_all();
-    f(0);
-    if (spinUntil([&] { return pending_.load(std::memory_order_acquire) == 0; })) return;
-    std::unique_lock<std::mutex> l(mu_);
-    done_.wait(l, [&] { return pending_.load(std::memory_order_acquire) == 0; });
-  }
-
-private:
-  /// How long a thread spins for what it waits for before it sleeps.
-  static constexpr std::chrono::microseconds kSpin{300};
-
-  /// Spins until done() holds (true) or kSpin has passed (false); with more threads than cores, not at all (a
-  /// spinning thread would take a core from one that computes).
-  template <class Done> bool spinUntil(Done done) const {
-    if (!spin_) return done();
-    auto start = std::chrono::steady_clock::now();
-    for (;;) {
-      for (int k = 0; k < 64; ++k) {
-        if (done()) return true;
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
-      }
-      if (std::chrono::steady_clock::now() - start > kSpin) return done();
-    }
-  }
-
-  void work(int t) {
-    uint64_t seen = 0;
-    for (;;) {
-      if (!spinUntil([&] { return generation_.load(std::memory_order_acquire) != seen; })) {
-        std::unique_lock<std::mutex> l(mu_);
-        wake_.wait(l, [&] { return generation_.load(std::memory_order_acquire) != seen; });
-      }
-      seen = generation_.load(std::memory_order_acquire);
-      if (stop_.load(std::memory_order_relaxed)) return;
-      (*job_)(t);
-      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        std::lock_guard<std::mutex> l(mu_); // (the caller checks pending_ under it before it sleeps)
-        done_.notify_one();
-      }
-    }
-  }
-  int n_;
-  bool spin_; ///< at most as many threads as cores
-  std::vector<std::thread> workers_;
-  std::mutex mu_;
-  std::condition_variable wake_, done_;
-  const std::function<void(int)> *job_ = nullptr; ///< (written before the generation that publishes it)
-  std::atomic<int> pending_{0};
-  std::atomic<uint64_t> generation_{0};
-  std::atomic<bool> stop_{false};
-};
 
 // ---- allreduce steps: the shards reduced in the runner -------------------------------------------------
 
@@ -418,7 +335,7 @@ public:
             v.insert(v.end(), {0, n});
             entry(bufs.data(), v.data());
           } else {
-            std::vector<int64_t> cuts = manifest::splitChunks(n, parts, kChunksPerThread, s.parallelWork);
+            std::vector<int64_t> cuts = manifest::splitChunks(n, parts, manifest::kChunksPerThread, s.parallelWork);
             std::atomic<size_t> next{0};
             pool_.run([&](int) {
               std::vector<int64_t> v(vals);
@@ -468,10 +385,6 @@ private:
   void *handle_ = nullptr;
   std::unique_ptr<KernelJit> jit_; // target llvm: the kernels' modules, run in-process
   ThreadPool pool_;                // the threads of split kernels
-  /// The chunks of a split loop per thread (splitChunks). 1 and 4 were within this shared machine's noise of
-  /// each other on DenseNet-121, SqueezeNet and ShuffleNet (2 threads, alternating); more than one lets a thread
-  /// that finishes early take work from one that runs slow.
-  static constexpr int64_t kChunksPerThread = 4;
   bool onceDone_ = false;          // the once steps ran since the inputs were loaded
   std::vector<std::vector<InputRegion>> loadedFrom_; // per param, per device: where the last load read it
   Comm *comm_ = nullptr;                             // one process per device: this rank's peers
