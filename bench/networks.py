@@ -205,8 +205,10 @@ def tune_target(args, root, exp, inputs, target, env, row):
     row[f"tune_kernels_{target}"] = int(m.group(1)) if m else None
     row[f"tune_searched_{target}"] = int(m.group(2)) if m else 0
     # (kernels whose kept list is not the heuristic's)
-    row[f"tune_changed_{target}"] = sum(1 for line in p.stderr.splitlines() if ": kept [" in line and "(1.00x" not in line
-                                        and "the heuristic's" not in line)
+    lists = {"heuristic": {}, "kept": {}}
+    for name, what, opts in re.findall(r"uopc: tune: kernel \d+/\d+ (\S+): (heuristic|kept) \[([^\]]*)\]", p.stderr):
+        lists[what][name] = opts
+    row[f"tune_changed_{target}"] = sum(1 for k, v in lists["kept"].items() if lists["heuristic"].get(k) != v)
     with open(os.path.join(root, f"tune.{target}.log"), "w") as f:
         f.write(p.stderr)
     p = subprocess.run([args.uopc, os.path.join(exp, "graph.json"), "-o", again, "--target", target, "--tune-db", db],

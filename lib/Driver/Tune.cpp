@@ -725,6 +725,7 @@ TuneResult tuneKernels(const TuneRequest &req, std::ostream &log) {
   }
 
   double searchSeconds = 0;
+  size_t unsearched = 0; // kernels left unsearched: the budget was spent
   if (!toSearch.empty()) {
     // the reference: every kernel as it is (--opt-level 0), for the llvm target
     CompileOptions ro;
@@ -758,6 +759,10 @@ TuneResult tuneKernels(const TuneRequest &req, std::ostream &log) {
       Kernel &k = kernels[i];
       const KernelFacts &f = facts[k.members[0]];
       double left = std::max(0.0, req.budgetSeconds - secondsSince(t0));
+      if (left <= 0) { // (its entry stays out of the database: a later --tune searches it)
+        ++unsearched;
+        continue;
+      }
       double share = weightLeft > 0 ? left * f.work / weightLeft : left;
       weightLeft -= f.work;
       // (a small kernel gets an even share, up to half a second, of what is left)
@@ -863,6 +868,7 @@ TuneResult tuneKernels(const TuneRequest &req, std::ostream &log) {
   if (nSearched) summary << nSearched << " searched in " << std::fixed << std::setprecision(1) << searchSeconds << " s, ";
   else summary << "none searched (no timing), ";
   summary << kept << " heuristic";
+  if (unsearched) summary << " (" << unsearched << " not searched: the budget was spent; a later --tune searches them)";
   if (byHand) summary << ", " << byHand << " by hand";
   if (nSearched) {
     writeTuneDb(db, req.dbPath);

@@ -30,6 +30,19 @@ def last_line(text: str) -> str:
     return (text.strip().splitlines() or ["(no message)"])[-1]
 
 
+TUNE_LINE = re.compile(r"uopc: tune: kernel \d+/\d+ (\S+): (heuristic|kept) \[([^\]]*)\]")
+
+
+def tune_note(log: str) -> str:
+    """'tuned: S searched, C changed' from uopc --tune's log: kernels searched, and those whose kept opts are
+    not the heuristic's (the kernels this case's outputs then check)."""
+    heuristic, kept = {}, {}
+    for name, what, opts in TUNE_LINE.findall(log):
+        (heuristic if what == "heuristic" else kept)[name] = opts
+    changed = sum(1 for k, v in kept.items() if heuristic.get(k) != v)
+    return f"tuned: {len(kept)} searched, {changed} changed"
+
+
 def run_case(case_dir: str, args, env) -> tuple:
     """('PASS'|'FAIL'|'SKIP', reason) for one case directory."""
     case_json, graph = os.path.join(case_dir, "case.json"), os.path.join(case_dir, "graph.json")
@@ -40,20 +53,23 @@ def run_case(case_dir: str, args, env) -> tuple:
     tol = case.get("tolerance") or {}
     rtol, atol = float(tol.get("rtol", 0.0)), float(tol.get("atol", 0.0))
     variables = dict(case.get("vars") or {})
+    notes = []
     with tempfile.TemporaryDirectory(prefix=f"uopc-{args.target}-") as tmp:
         out = os.path.join(tmp, "out")
+        tune = ["--tune", "--tune-budget", str(args.tune), "--tune-db", os.path.join(tmp, "tune.json")] if args.tune else []
         try:
-            proc = subprocess.run([args.uopc, graph, "-o", out, "--target", args.target] + args.uopc_flag, capture_output=True, text=True,
+            proc = subprocess.run([args.uopc, graph, "-o", out, "--target", args.target] + args.uopc_flag + tune, capture_output=True, text=True,
                                   timeout=args.timeout, env=env)
         except subprocess.TimeoutExpired:
             return "FAIL", f"uopc timed out after {args.timeout}s"
         if proc.returncode != 0:
             return "FAIL", f"uopc exit {proc.returncode}: {last_line(proc.stderr)}"
+        if args.tune:
+            notes.append(tune_note(proc.stderr))
         cmd = [args.uopc_run, os.path.join(out, "manifest.json")]
         outputs = []
         with open(os.path.join(out, "manifest.json")) as f:
             manifest_roles = {q["slot"]: q for q in json.load(f)["params"]}
-        notes = []
         for p in case["params"]:
             if p.get("kind") == "var":
                 if "value" in p and p.get("name"):
@@ -107,6 +123,8 @@ def main() -> int:
     ap.add_argument("--cache-dir", default="", help="XDG_CACHE_HOME for uopc-run's compiled kernels (default: inherited)")
     ap.add_argument("--min-pass-rate", type=float, default=0.95, help="fail below this pass rate (default 0.95)")
     ap.add_argument("--timeout", type=float, default=600, help="seconds per command (default 600)")
+    ap.add_argument("--tune", type=float, default=0,
+                    help="compile with uopc --tune and this --tune-budget (seconds a case, a fresh database each): the tuned kernels against tinygrad")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="cases run in parallel")
     args = ap.parse_args()
 
@@ -137,6 +155,10 @@ def main() -> int:
         counts[status] += 1
         print(f"{status} {name}" + (f": {why}" if why else ""))
     line = f"{counts['PASS']} passed, {counts['FAIL']} failed"
+    if args.tune:
+        found = [tuple(map(int, m)) for _, (_, why) in zip(cases, results) for m in re.findall(r"tuned: (\d+) searched, (\d+) changed", why)]
+        print(f"tune: {sum(a for a, _ in found)} kernels searched in {len(found)} cases, "
+              f"{sum(b for _, b in found)} of them kept opts other than the heuristic's")
     if counts["SKIP"]:
         line += f", {counts['SKIP']} skipped"
     print(line)
