@@ -36,6 +36,31 @@ std::vector<Opt> choosePartial(const Shape &s, int64_t vec) {
     if (!ok) continue;
     for (int64_t amt : {2 * vec, vec})
       if (static_cast<int64_t>(*n) % amt == 0 && static_cast<int64_t>(*n) > amt) {
+        // a matrix-vector product (a fully connected layer at batch 1): 4 output rows at a time share each
+        // loaded slice of the vector (a read that does not move along the rows), where one row at a time
+        // loads it again per row. uopc --tune kept upcast:0:4 (or 8) there on both targets, AlexNet's and
+        // ZFNet-512's, 1.14-1.24x each (docs/lowering.md, "optimize by search")
+        // (a vector out: every other output loop of size 1. sp_transformer_d512_s256's k2, 512x256x4 with a
+        // read shared along its 256, ran 2.35 -> 4.16 ms with it on C)
+        auto vectorOut = [&](size_t a) {
+          for (size_t b = 0; b < s.sizes.size(); ++b)
+            if (b != a && s.sizes[b] != 1) return false;
+          return true;
+        };
+        if (opts.empty())
+          for (size_t a = 0; a < s.axes.size(); ++a) {
+            if (!vectorOut(a)) continue;
+            bool shared = false, moving = false;
+            for (const UOp *rd : s.reads) {
+              auto along = indexStride(rd->src(1), s.axes[a]);
+              shared = shared || (along == std::optional<int64_t>(0) && indexStride(rd->src(1), r) == std::optional<int64_t>(1));
+              moving = moving || (along && *along != 0);
+            }
+            if (shared && moving && s.sizes[a] % 4 == 0 && s.sizes[a] >= 64) {
+              opts.push_back({Opt::Upcast, a, 4});
+              break;
+            }
+          }
         opts.push_back({Opt::Partial, k, amt});
         break;
       }

@@ -12,7 +12,9 @@ elementwise op broadcasts a size-1 axis; no EXPAND node), as in the corpus:
          next to much more work per element (gpu-map.test: every GPU thread may compute it again)
   colsum: out(65536) = X(16,65536).sum(axis=0)     a column walk: each row 256 KiB further (optimize.test's strip)
   colsum8: out(8) = X(4096,8).sum(axis=0)            columns 32 bytes apart: less than a line, no strip
-usage: rangeify-work.py mm2|expmm|cheap|rowsum|mm16|mm1k|mm1k8|mm96|tinysum|colsum|colsum8 OUT.json"""
+  fc:    out(1,256) = X(1,1024) @ W(256,1024).T     a fully connected layer at batch 1 (optimize.test: 4 rows a time)
+  rowsum1k: out(256) = X(256,1024).sum(axis=1)      partial sums with no read shared by the rows (optimize.test)
+usage: rangeify-work.py mm2|expmm|cheap|rowsum|rowsum1k|mm16|mm1k|mm1k8|mm96|tinysum|colsum|colsum8|fc OUT.json"""
 import json, os, sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "Inputs"))
 from uopgraph import TensorGraph  # noqa: E402
@@ -30,11 +32,12 @@ class G(TensorGraph):
 
 def build(kind):
     g = G()
-    if kind == "rowsum":
-        out = g.reshape(g.param(0, 4), 4, 1)
-        x = g.reshape(g.param(1, 32), 4, 8)
+    if kind in ("rowsum", "rowsum1k"):
+        rows, cols = (4, 8) if kind == "rowsum" else (256, 1024)
+        out = g.reshape(g.param(0, rows), rows, 1)
+        x = g.reshape(g.param(1, rows * cols), rows, cols)
         red = g.add("REDUCE", "float32", [g.permute(x, 1, 0)], [{"$": "Ops", "v": "ADD"}, 1])
-        return g.doc(out, g.reshape(red, 4, 1))
+        return g.doc(out, g.reshape(red, rows, 1))
     if kind == "mm16":
         out = g.reshape(g.param(0, 64), 4, 16)
         x, w = g.reshape(g.param(1, 32), 4, 8), g.reshape(g.param(2, 128), 8, 16)
@@ -48,6 +51,12 @@ def build(kind):
         out = g.reshape(g.param(0, 16 * 96), 16, 96)
         x, w = g.reshape(g.param(1, 16 * 64), 16, 64), g.reshape(g.param(2, 64 * 96), 64, 96)
         return g.doc(out, g.matmul(x, w, 16, 64, 96))
+    if kind == "fc":
+        out = g.reshape(g.param(0, 256), 1, 256)
+        x3, w3 = g.reshape(g.param(1, 1024), 1, 1, 1024), g.reshape(g.param(2, 256 * 1024), 1, 256, 1024)
+        prod = g.add("MUL", "float32", [x3, w3])
+        red = g.add("REDUCE", "float32", [g.permute(prod, 2, 0, 1)], [{"$": "Ops", "v": "ADD"}, 1])
+        return g.doc(out, g.reshape(red, 1, 256))
     if kind in ("colsum", "colsum8"):
         rows, cols = (16, 65536) if kind == "colsum" else (4096, 8)
         out, x = g.param(0, cols), g.reshape(g.param(1, rows * cols), rows, cols)
