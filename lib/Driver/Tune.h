@@ -7,7 +7,7 @@
 // gives the result to the optimize pass as its opts= option, so a compile with the database and no search
 // writes the same bytes as the compile whose search filled it.
 //
-// The search (--tune): hill climbing from the heuristic's list (and from no opts), each round over the
+// The search (--tune): hill climbing from the heuristic's list (from no opts where that was refused or wrong), each round over the
 // neighbours of the best list so far (an upcast amount changed to another divisor of its loop, an opt
 // dropped, an upcast, unroll, partial or pack added), kept when at least 3% faster, until no neighbour is or
 // the kernel's share of --tune-budget is spent (the budget split across kernels by their estimated work, the
