@@ -13,7 +13,9 @@
 // the kernel's share of --tune-budget is spent (the budget split across kernels by their estimated work, the
 // largest first; the kernels left when it is spent are not searched and stay out of the database, so that a
 // later --tune searches them: DenseNet-121's 189 kernels took 146 s of a 60 s budget before).
-// Each candidate is the whole graph compiled with that kernel's opts by hand for the target asked for; the kernel
+// Each candidate is the graph compiled from optimize on (from the graph as the first compile had it before
+// optimize, every other kernel with its heuristic list by hand) with that kernel's opts by hand, for the target
+// asked for; the kernel
 // and the packs and re-layouts it adds are rendered and built as uopc-run builds them (LLVM IR: JIT-compiled
 // in-process, Targets/LLVMJit.h; C: the C compiler with uopc-run's flags, Runtime/KernelCache.h, in a private
 // directory under TMPDIR, loaded with dlopen), run on buffers filled with seeded random values, its split loop
