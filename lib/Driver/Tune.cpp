@@ -327,15 +327,7 @@ Steps prepare(Module &m, const std::vector<size_t> &which, const std::string &cp
       std::ofstream f(dir / files.back(), std::ios::binary);
       f << m.renderer->fileText(rk);
       if (!f.flush()) fail("cannot write '" + (dir / files.back()).string() + "'");
-      std::string params, call;
-      for (size_t a = 0; a < st.args.size() + (kernelParallel(st.call) ? 2 : 0); ++a) {
-        bool var = a >= st.args.size();
-        params += std::string(a ? ", " : "") + (var ? "int64_t" : "void *");
-        call += std::string(a ? ", " : "") + (var ? "v[" + std::to_string(a - st.args.size()) + "]" : "b[" + std::to_string(a) + "]");
-      }
-      entry << "extern void " << rk.symbol << "(" << (params.empty() ? "void" : params) << ");\n"
-            << "void uopc_entry_" << specs.size() << "(void **b, const int64_t *v) { (void)b; (void)v; " << rk.symbol
-            << "(" << call << "); }\n";
+      entry << kernelTrampoline(specs.size(), rk.symbol, st.args.size(), kernelParallel(st.call) ? 2 : 0);
     } else {
       out.jit->addModule(m.renderer->fileText(rk), s.kernels[st.kernel].name);
     }

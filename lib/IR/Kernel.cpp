@@ -104,6 +104,18 @@ std::vector<std::string> appliedOpts(const UOp *sink) { return infoStrings(sink,
 
 std::vector<std::string> blockedArgs(const UOp *sink) { return infoStrings(sink, "blocked"); }
 
+const UOp *withBlockedArgs(Context &c, const UOp *sink, const std::vector<std::string> &entries) {
+  std::vector<std::pair<std::string_view, const Arg *>> fields;
+  const Arg *info = sink->arg;
+  if (info && info->kind == ArgKind::Record)
+    for (size_t k = 0; k < info->count; ++k)
+      if (info->keys()[k] != "blocked") fields.emplace_back(info->keys()[k], info->elems()[k]);
+  std::vector<const Arg *> list;
+  for (const std::string &e : entries) list.push_back(c.argString(e));
+  if (!list.empty()) fields.emplace_back("blocked", c.argTuple(list));
+  return c.make(Op::SINK, sink->dtype, sink->src(), makeRecord(c, "KernelInfo", fields), sink->tag);
+}
+
 std::vector<const UOp *> accumulatorLanes(const UOp *reduce) {
   if (reduce->op != Op::REDUCE || reduce->nsrc == 0) return {};
   // the UPCAST ranges free in each node of the body, sources first (a nested REDUCE binds its own)

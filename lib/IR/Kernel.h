@@ -182,6 +182,8 @@ std::vector<std::string> appliedOpts(const UOp *sink);
 /// The arguments the blocked-layout pass laid out in blocks of channels for kernel SINK `sink` (its
 /// KernelInfo's blocked: "SLOT:L:P", argument SLOT in blocks of L channels of planes of P elements), in order.
 std::vector<std::string> blockedArgs(const UOp *sink);
+/// Kernel SINK `sink` with its KernelInfo's `blocked` field set to `entries` (none: the field left out).
+const UOp *withBlockedArgs(Context &c, const UOp *sink, const std::vector<std::string> &entries);
 
 /// The range number of a RANGE (its arg's first field; the node's index where it has none).
 int64_t rangeNumber(const UOp *r);

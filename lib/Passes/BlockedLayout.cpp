@@ -156,22 +156,6 @@ struct Blocker {
   }
 };
 
-/// The kernel SINK with its KernelInfo's `blocked` field given `entries` more.
-const UOp *recordBlocked(Context &c, const UOp *sink, const std::vector<std::string> &entries) {
-  std::vector<std::pair<std::string_view, const Arg *>> fields;
-  std::vector<const Arg *> list;
-  const Arg *info = sink->arg;
-  if (info && info->kind == ArgKind::Record)
-    for (size_t k = 0; k < info->count; ++k) {
-      if (info->keys()[k] != "blocked") fields.emplace_back(info->keys()[k], info->elems()[k]);
-      else if (info->elems()[k]->kind == ArgKind::Tuple)
-        for (const Arg *a : info->elems()[k]->elems()) list.push_back(a);
-    }
-  for (const std::string &e : entries) list.push_back(c.argString(e));
-  fields.emplace_back("blocked", c.argTuple(list));
-  return c.make(Op::SINK, sink->dtype, sink->src(), makeRecord(c, "KernelInfo", fields), sink->tag);
-}
-
 /// The number of terms of a kernel's longest reduction (the product of its REDUCEs' loop sizes, lanes
 /// apart), 0 when it has none.
 double reductionTerms(const UOp *sink) {
@@ -296,7 +280,9 @@ void runBlockedLayout(Graph &g, const PassContext &pc) {
       std::vector<std::string> entries = recorded[u];
       std::sort(entries.begin(), entries.end());
       entries.erase(std::unique(entries.begin(), entries.end()), entries.end());
-      srcs[0] = recordBlocked(c, it->second, entries);
+      std::vector<std::string> all = blockedArgs(it->second);
+      all.insert(all.end(), entries.begin(), entries.end());
+      srcs[0] = withBlockedArgs(c, it->second, all);
     }
     const UOp *m = c.make(u->op, u->dtype, srcs, u->arg, u->tag);
     if (m != u) now[u] = m;

@@ -25,8 +25,6 @@
 namespace uopc {
 namespace {
 
-const UOp *withBlocked(Context &c, const UOp *sink, const std::vector<std::string> &entries);
-
 struct Packer {
   Context &c;
   int64_t nextBuffer; ///< the slot of the next intermediate BUFFER
@@ -136,7 +134,7 @@ struct Packer {
     args[static_cast<size_t>(slot)] = c.make(Op::AFTER, q->dtype, {q, call});
     const UOp *packed = c.make(Op::INDEX, read->dtype, {param(qa, slot, n), lin(dims)});
     const UOp *reader = substitute(c, sink, {{read, packed}});
-    if (!moved.empty()) reader = withBlocked(c, reader, kept);
+    if (!moved.empty()) reader = withBlockedArgs(c, reader, kept);
     return {reader, std::move(args)};
   }
 
@@ -152,19 +150,6 @@ struct Packer {
     return n && n->kind == ArgKind::String && n->str() == copyName(name, slot) && call->nsrc > 1 && call->src(1) == arg->src(0);
   }
 };
-
-/// Kernel SINK `sink` with its KernelInfo's `blocked` field `entries` (none: the field left out).
-const UOp *withBlocked(Context &c, const UOp *sink, const std::vector<std::string> &entries) {
-  std::vector<std::pair<std::string_view, const Arg *>> fields;
-  const Arg *info = sink->arg;
-  if (info && info->kind == ArgKind::Record)
-    for (size_t k = 0; k < info->count; ++k)
-      if (info->keys()[k] != "blocked") fields.emplace_back(info->keys()[k], info->elems()[k]);
-  std::vector<const Arg *> list;
-  for (const std::string &e : entries) list.push_back(c.argString(e));
-  if (!list.empty()) fields.emplace_back("blocked", c.argTuple(list));
-  return c.make(Op::SINK, sink->dtype, sink->src(), makeRecord(c, "KernelInfo", fields), sink->tag);
-}
 
 std::string nameOf(const UOp *sink) {
   const Arg *n = sink->arg && sink->arg->kind == ArgKind::Record ? sink->arg->field("name") : nullptr;

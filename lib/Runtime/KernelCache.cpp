@@ -343,6 +343,17 @@ fs::path cachedKernelObject(const fs::path &dir, const std::vector<std::string> 
   return so;
 }
 
+std::string kernelTrampoline(size_t index, const std::string &symbol, size_t nbufs, size_t nvars) {
+  std::string params, call;
+  for (size_t a = 0; a < nbufs + nvars; ++a) {
+    bool var = a >= nbufs;
+    params += std::string(a ? ", " : "") + (var ? "int64_t" : "void *");
+    call += std::string(a ? ", " : "") + (var ? "v[" + std::to_string(a - nbufs) + "]" : "b[" + std::to_string(a) + "]");
+  }
+  return "extern void " + symbol + "(" + (params.empty() ? "void" : params) + ");\nvoid uopc_entry_" +
+         std::to_string(index) + "(void **b, const int64_t *v) { (void)b; (void)v; " + symbol + "(" + call + "); }\n";
+}
+
 fs::path buildKernelObject(const fs::path &dir, const std::vector<std::string> &files, const std::string &entry,
                            const std::string &cpu, const fs::path &into) {
   std::vector<std::string> texts;

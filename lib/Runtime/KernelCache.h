@@ -61,6 +61,12 @@ std::string kernelCacheDir();
 fs::path cachedKernelObject(const fs::path &dir, const std::vector<std::string> &files, const std::string &entry,
                             const std::string &cpu);
 
+/// The C of entry point `void uopc_entry_<index>(void **b, const int64_t *v)` calling kernel `symbol` with
+/// b[0..nbufs) and v[0..nvars) spread out (declared with void * and int64_t parameters: every pointer has the
+/// same representation, so the declaration matches what the emitter wrote): a line declaring the kernel, a
+/// line defining the entry.
+std::string kernelTrampoline(size_t index, const std::string &symbol, size_t nbufs, size_t nvars);
+
 /// The same shared object built into `into` (a directory of the caller's, private to it) as `into`/kernels.so,
 /// outside the cache: uopc --tune's candidates, built once and timed. Throws Error.
 fs::path buildKernelObject(const fs::path &dir, const std::vector<std::string> &files, const std::string &entry,

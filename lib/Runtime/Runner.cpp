@@ -494,18 +494,7 @@ private:
     for (size_t i = 0; i < m_.steps.size(); ++i) {
       const Step &s = m_.steps[i];
       if (!s.isKernel()) continue;
-      std::string params, call;
-      for (size_t a = 0; a < s.args.size(); ++a) {
-        params += std::string(params.empty() ? "" : ", ") + "void *";
-        call += std::string(call.empty() ? "" : ", ") + "b[" + std::to_string(a) + "]";
-      }
-      for (size_t v = 0; v < s.vars.size() + (s.parallel ? 2 : 0); ++v) { // (a split kernel: lo, hi last)
-        params += std::string(params.empty() ? "" : ", ") + "int64_t";
-        call += std::string(call.empty() ? "" : ", ") + "v[" + std::to_string(v) + "]";
-      }
-      c << "extern void " << s.symbol << "(" << (params.empty() ? "void" : params) << ");\n";
-      c << "void uopc_entry_" << i << "(void **b, const int64_t *v) { (void)b; (void)v; " << s.symbol << "(" << call
-        << "); }\n";
+      c << kernelTrampoline(i, s.symbol, s.args.size(), s.vars.size() + (s.parallel ? 2 : 0)); // (split: lo, hi last)
     }
     return c.str();
   }
