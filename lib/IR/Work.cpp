@@ -160,6 +160,14 @@ KernelWork nestWork(const UOp *sink) {
       block = std::max(block, c ? std::max<int64_t>(*c, 1) : 1);
       setLoop(at(u), Loop{0, Count(1)});
     }
+  // An UPCAST range (optimize's lanes) is no loop: the targets give a value one lane per iteration of it
+  // where the value is placed, among the loops it depends on. A node's count is the trips of the innermost
+  // loop it depends on times the extents of the lanes it depends on (a row tile's sums, upcast:0:8 over rows
+  // whose stores loop over the columns, run once per row, not once per column: sp_cumsum_1m's k1).
+  std::vector<Count> lanesOf(n); // position -> the extent of an UPCAST range (empty: not one)
+  for (size_t i = 0; i < n; ++i)
+    if (isUpcastRange(topo[i]) && topo[i]->nsrc > 0) lanesOf[i] = extentOf(topo[i]->src(0));
+  auto isLanes = [&](uint32_t r) { return !lanesOf[r].isZero(); };
   for (const UOp *u : topo) {
     if (u->op != Op::END) continue;
     Count p(1);
@@ -168,7 +176,7 @@ KernelWork nestWork(const UOp *sink) {
     for (int global = 1; global >= 0; --global)
       for (size_t i = 1; i < u->nsrc; ++i) {
         const UOp *r = u->src(i);
-        if (r->op != Op::RANGE || r->nsrc == 0 || isGlobalRange(r) != (global == 1)) continue;
+        if (r->op != Op::RANGE || r->nsrc == 0 || isGlobalRange(r) != (global == 1) || isLanes(at(r))) continue;
         if (global) {
           auto c = constInt(r->src(0));
           threads = satMul(threads, c ? std::max<int64_t>(*c, 1) : 1);
@@ -241,19 +249,22 @@ KernelWork nestWork(const UOp *sink) {
     Loop cur = outer ? *outer : Loop{0, Count(1)};
     for (uint32_t r : ownRanges(u)) {
       const UOp *rr = topo[r];
-      if (rr->op != Op::RANGE || rr->nsrc == 0 || loopOf[r] >= 0) continue;
+      if (rr->op != Op::RANGE || rr->nsrc == 0 || loopOf[r] >= 0 || isLanes(r)) continue;
       cur = Loop{cur.depth + 1, cur.trips * extentOf(rr->src(0))};
       setLoop(r, cur);
     }
   }
   // ranges nobody placed (malformed kernels): loops of their own at the top
   for (size_t i = 0; i < n; ++i)
-    if (topo[i]->op == Op::RANGE && loopOf[i] < 0 && topo[i]->nsrc > 0)
+    if (topo[i]->op == Op::RANGE && loopOf[i] < 0 && topo[i]->nsrc > 0 && !isLanes(static_cast<uint32_t>(i)))
       setLoop(static_cast<uint32_t>(i), Loop{1, extentOf(topo[i]->src(0))});
 
   auto tripsOf = [&](const std::vector<uint32_t> &d) {
     const Loop *l = innermost(d);
-    return l ? l->trips : Count(1);
+    Count t = l ? l->trips : Count(1);
+    for (uint32_t r : d)
+      if (isLanes(r)) t = t * lanesOf[r];
+    return t;
   };
 
   // which INDEX nodes are read as values (not a STORE's address, not a gated LOAD's address)

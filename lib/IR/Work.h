@@ -5,7 +5,9 @@
 // (the targets place every value there): output ranges nest in the order END lists them, a REDUCE's
 // ranges nest inside the loops its body depends on otherwise. Only operations on data count (a node
 // that depends on a load); index arithmetic, masks built from ranges and loop bookkeeping do not. A
-// REDUCE counts one operation per iteration of its loops (the accumulation). A GPU kernel's GLOBAL ranges
+// REDUCE counts one operation per iteration of its loops (the accumulation). An UPCAST range (optimize's
+// lanes) is no loop: a node counts once per lane of the UPCAST ranges it depends on, wherever they stand in
+// END's order (a tile's weight vector is loaded once per step for all its pixels). A GPU kernel's GLOBAL ranges
 // (gpu-map) are the thread id, not loops: every thread runs every node, so counts are per thread (the
 // other ranges' loops) times the launch's threads.
 //

@@ -594,6 +594,9 @@ std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target
   if (cut)
     if (auto piece = pieceShape(c, s, cut->axis, cut->amount, cut->hi)) {
       std::vector<Opt> inner = chooseOpts(c, *piece, target, false, true, merges); // (a grouped part: blocked)
+      // (a piece left with no tile or partial sums: the whole loop's independent rows instead, where they apply)
+      if (std::none_of(inner.begin(), inner.end(), [](const Opt &o) { return o.kind == Opt::Upcast || o.kind == Opt::Partial; }))
+        if (auto rows = chooseRowChains(s)) return {*rows};
       // (a merge of other loops than the cut one first, as the opts must come; one of the cut loop, none)
       if (std::any_of(inner.begin(), inner.end(), [&](const Opt &o) {
             return o.kind == Opt::Merge && (o.axis == cut->axis || o.axis + 1 == cut->axis);
@@ -746,6 +749,8 @@ std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target
   }
   if (!va) {
     std::vector<Opt> opts = choosePartial(s, vec);
+    if (opts.empty())
+      if (auto rows = chooseRowChains(s)) return {*rows};
     // no tile: the interiors still pay (a depthwise convolution whose reads go through a channel shuffle and
     // the padding divides and takes remainders per term; in its interior the simplifier folds them:
     // ShuffleNet's 3x3 depthwise convolutions)
@@ -821,7 +826,11 @@ std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target
   if (u > 1 && innermost && size > u && size % u == 0)
     opts.push_back({Opt::Unroll, s.reduceRanges.size() - 1, u});
   if (ra && std::none_of(interior.begin(), interior.end(), [](auto x) { return x.has_value(); })) {
-    for (const Opt &p : choosePacks(s, strides, *va, *ra, vAmount, target)) opts.push_back(p);
+    int64_t rowTiles = 1; // the tiles along the other output loops, each of which passes over the panel
+    for (size_t a = 0; a < sizes.size(); ++a)
+      if (a != *va) rowTiles = std::min<int64_t>(rowTiles * sizes[a], INT32_MAX);
+    rowTiles /= std::max<int64_t>(reuse, 1);
+    for (const Opt &p : choosePacks(s, strides, *va, *ra, vAmount, rowTiles, target)) opts.push_back(p);
     if (auto b = choosePanelBlock(s, strides, sizes, *va, *ra, vAmount, reuse, target)) opts.insert(opts.begin(), *b);
   }
   return opts;

@@ -67,10 +67,11 @@ std::optional<Shape> shapeOf(const UOp *sink);
 std::vector<const UOp *> conditionsOf(const std::vector<const UOp *> &reads);
 
 /// What the vector tile adds (Tiles.cpp, each described there): partial accumulators, packed panels, an L2
-/// panel block, a strip of lanes for column walks.
+/// panel block, a strip of lanes for column walks; and a reduction with neither, its independent rows.
 std::vector<Opt> choosePartial(const Shape &s, int64_t vec);
+std::optional<Opt> chooseRowChains(const Shape &s);
 std::vector<Opt> choosePacks(const Shape &s, const std::vector<std::vector<std::optional<int64_t>>> &strides, size_t va,
-                             size_t ra, int64_t vAmount, const PassTarget &target);
+                             size_t ra, int64_t vAmount, int64_t rowTiles, const PassTarget &target);
 std::optional<Opt> choosePanelBlock(const Shape &s, const std::vector<std::vector<std::optional<int64_t>>> &strides,
                                     const std::vector<int64_t> &sizes, size_t va, size_t ra, int64_t vAmount,
                                     int64_t reuse, const PassTarget &target);

@@ -36,12 +36,15 @@ std::vector<Opt> choosePartial(const Shape &s, int64_t vec) {
     if (!ok) continue;
     for (int64_t amt : {2 * vec, vec})
       if (static_cast<int64_t>(*n) % amt == 0 && static_cast<int64_t>(*n) > amt) {
-        // a matrix-vector product (a fully connected layer at batch 1): 4 output rows at a time share each
-        // loaded slice of the vector (a read that does not move along the rows), where one row at a time
-        // loads it again per row. uopc --tune kept upcast:0:4 (or 8) there on both targets, AlexNet's and
-        // ZFNet-512's, 1.14-1.24x each (docs/lowering.md, "optimize by search")
-        // (a vector out: every other output loop of size 1. sp_transformer_d512_s256's k2, 512x256x4 with a
-        // read shared along its 256, ran 2.35 -> 4.16 ms with it on C)
+        // 4 output rows at a time, for a vector out (every other output loop of size 1). A matrix-vector
+        // product (a fully connected layer at batch 1): the 4 rows share each loaded slice of the vector (a
+        // read that does not move along the rows), where one row at a time loads it again per row; uopc --tune
+        // kept upcast:0:4 (or 8) on AlexNet's and ZFNet-512's, both targets, 1.14-1.24x each. A row reduction
+        // with no shared read (argmax, a row sum): 4 rows are 4 chains of dependent adds or maxes where one
+        // row's partial lanes are one; --tune kept it on sp_argmax_4096, alternating 1.33x (C), 1.18x (LLVM);
+        // sp_sum_ax1_4096, which streams from memory, 1.05x / 0.98x (docs/lowering.md, "optimize by search")
+        // (not for other outs: sp_transformer_d512_s256's k2, 512x256x4 with a read shared along its 256,
+        // ran 2.35 -> 4.16 ms with it on C)
         auto vectorOut = [&](size_t a) {
           for (size_t b = 0; b < s.sizes.size(); ++b)
             if (b != a && s.sizes[b] != 1) return false;
@@ -50,13 +53,12 @@ std::vector<Opt> choosePartial(const Shape &s, int64_t vec) {
         if (opts.empty())
           for (size_t a = 0; a < s.axes.size(); ++a) {
             if (!vectorOut(a)) continue;
-            bool shared = false, moving = false;
+            bool moving = false;
             for (const UOp *rd : s.reads) {
               auto along = indexStride(rd->src(1), s.axes[a]);
-              shared = shared || (along == std::optional<int64_t>(0) && indexStride(rd->src(1), r) == std::optional<int64_t>(1));
               moving = moving || (along && *along != 0);
             }
-            if (shared && moving && s.sizes[a] % 4 == 0 && s.sizes[a] >= 64) {
+            if (moving && s.sizes[a] % 4 == 0 && s.sizes[a] >= 64) {
               opts.push_back({Opt::Upcast, a, 4});
               break;
             }
@@ -66,6 +68,38 @@ std::vector<Opt> choosePartial(const Shape &s, int64_t vec) {
       }
   }
   return opts;
+}
+
+/// upcast:AXIS:8 for a reduction left with no tile and no partial accumulators (no read moves by one along an
+/// output loop, nor along its reduction loop): each output is one chain of dependent adds (or maxes), a step
+/// per instruction latency; 8 outputs are 8 independent chains. AXIS: an output loop of at least 64 along
+/// which every read moves by a known stride; every other output loop is of size 1 or outside the reduction
+/// (no read moves or is gated along it). sp_cumsum_1m's second kernel (each block's offset: the sums of the
+/// blocks before it, read 256 apart and gated): uopc --tune dropped its seam split (the first block's, whose
+/// piece of 4,095 rows 8 does not divide) and kept upcast:0:8, alternating 16-17 -> 6.7-7.1 ms on C
+/// (upcast:0:4 8.7-9.7).
+std::optional<Opt> chooseRowChains(const Shape &s) {
+  if (s.reduceRanges.empty()) return std::nullopt;
+  const UOp *r = s.reduceRanges.back();
+  auto n = r->op == Op::RANGE && r->nsrc == 1 ? constBound(r->src(0)) : std::nullopt;
+  if (!n || *n < 256) return std::nullopt;
+  auto movesAlong = [&](const UOp *rd, const UOp *axis) {
+    if (indexStride(rd->src(1), axis, /*throughSelect=*/true) != std::optional<int64_t>(0)) return true;
+    for (const UOp *g : rd->src().subspan(2))
+      if (indexStride(g, axis, /*throughSelect=*/true) != std::optional<int64_t>(0)) return true;
+    return false;
+  };
+  for (size_t a = s.axes.size(); a-- > 0;) {
+    if (s.sizes[a] < 64 || s.sizes[a] % 8) continue;
+    bool ok = true;
+    for (const UOp *rd : s.reads) {
+      ok = ok && indexStride(rd->src(1), s.axes[a], /*throughSelect=*/true).has_value();
+      for (size_t b = 0; b < s.axes.size(); ++b)
+        if (b != a && s.sizes[b] != 1 && movesAlong(rd, s.axes[b])) ok = false;
+    }
+    if (ok) return Opt{Opt::Upcast, a, 8};
+  }
+  return std::nullopt;
 }
 
 namespace {
@@ -85,11 +119,13 @@ bool panelStaysInL2(const PassTarget &t, int64_t strideBytes, int64_t steps, int
 /// pack:SLOT for the reads of a register tile (vector axis va, reuse axis ra, vAmount lanes of va) that
 /// pay for their copy: consecutive along va, not moving along ra (so each element is read once per tile
 /// row of the whole ra loop), ungated, the only read of their buffer, moving along one reduction loop only,
-/// by a stride whose lines do not stay in the L2 (panelStaysInL2). The packed panel need not fit in the L2:
-/// its consecutive lines stream. Measured on sp_mm_1024 (B's 4 KiB stride: 16 of the L2's 1024 sets) and a
-/// 256x8192 @ 8192x1024 matmul (a 512 KiB panel): see docs/lowering.md.
+/// by a stride whose lines do not stay in the L2 (panelStaysInL2), where two or more tiles pass over the panel
+/// (`rowTiles`, the tiles along the output loops other than va: one reads the panel once, so the copy only
+/// adds to it; rangeify-work.py mm1k8, 8 rows in one tile: uopc --tune dropped its pack:2, 157-183 -> 76-87 us). The packed panel need not fit in
+/// the L2: its consecutive lines stream. Measured on sp_mm_1024 (B's 4 KiB stride: 16 of the L2's 1024 sets)
+/// and a 256x8192 @ 8192x1024 matmul (a 512 KiB panel): see docs/lowering.md.
 std::vector<Opt> choosePacks(const Shape &s, const std::vector<std::vector<std::optional<int64_t>>> &strides, size_t va,
-                             size_t ra, int64_t vAmount, const PassTarget &target) {
+                             size_t ra, int64_t vAmount, int64_t rowTiles, const PassTarget &target) {
   std::vector<Opt> opts;
   std::map<int64_t, int> readsOf; // slot -> INDEX nodes in the kernel
   for (const UOp *u : toposort(s.store))
@@ -106,7 +142,7 @@ std::vector<Opt> choosePacks(const Shape &s, const std::vector<std::vector<std::
       continue;
     }
     if (strides[k][va] != std::optional<int64_t>(1) || strides[k][ra] != std::optional<int64_t>(0) ||
-        readsOf[slot] != 1 || !conditionsOf({rd}).empty())
+        readsOf[slot] != 1 || !conditionsOf({rd}).empty() || rowTiles < 2)
       continue;
     std::optional<int64_t> stride;
     int64_t steps = 0, moving = 0;

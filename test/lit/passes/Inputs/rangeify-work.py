@@ -13,8 +13,9 @@ elementwise op broadcasts a size-1 axis; no EXPAND node), as in the corpus:
   colsum: out(65536) = X(16,65536).sum(axis=0)     a column walk: each row 256 KiB further (optimize.test's strip)
   colsum8: out(8) = X(4096,8).sum(axis=0)            columns 32 bytes apart: less than a line, no strip
   fc:    out(1,256) = X(1,1024) @ W(256,1024).T     a fully connected layer at batch 1 (optimize.test: 4 rows a time)
-  rowsum1k: out(256) = X(256,1024).sum(axis=1)      partial sums with no read shared by the rows (optimize.test)
-usage: rangeify-work.py mm2|expmm|cheap|rowsum|rowsum1k|mm16|mm1k|mm1k8|mm96|tinysum|colsum|colsum8|fc OUT.json"""
+  rowsum1k: out(256) = X(256,1024).sum(axis=1)      a vector out with no read shared by the rows (optimize.test)
+  rowsum2d: out(4,64) = X(4,64,1024).sum(axis=2)    rows in two output loops: not a vector out (optimize.test)
+usage: rangeify-work.py mm2|expmm|cheap|rowsum|rowsum1k|rowsum2d|mm16|mm1k|mm1k8|mm96|tinysum|colsum|colsum8|fc OUT.json"""
 import json, os, sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "Inputs"))
 from uopgraph import TensorGraph  # noqa: E402
@@ -38,6 +39,11 @@ def build(kind):
         x = g.reshape(g.param(1, rows * cols), rows, cols)
         red = g.add("REDUCE", "float32", [g.permute(x, 1, 0)], [{"$": "Ops", "v": "ADD"}, 1])
         return g.doc(out, g.reshape(red, rows, 1))
+    if kind == "rowsum2d":
+        out = g.reshape(g.param(0, 256), 4, 64, 1)
+        x = g.reshape(g.param(1, 256 * 1024), 4, 64, 1024)
+        red = g.add("REDUCE", "float32", [g.permute(x, 2, 0, 1)], [{"$": "Ops", "v": "ADD"}, 1])
+        return g.doc(out, g.reshape(red, 4, 64, 1))
     if kind == "mm16":
         out = g.reshape(g.param(0, 64), 4, 16)
         x, w = g.reshape(g.param(1, 32), 4, 8), g.reshape(g.param(2, 128), 8, 16)
