@@ -13,6 +13,13 @@ cache off, CACHELEVEL=0, as uopc's first run starts from an empty one: with the 
 first calls took 2.9 s for AlexNet, 4.8 s with it off), and the output's error against ONNX Runtime
 (max |uopc - ORT| / max |ORT|).
 
+The roof (each run measures the machine first: bench/fma_peak.c's multiply-add peak and bench/triad.c's memory
+bandwidth, both on --threads threads): per kernel of a compiled network, the longer of its ops (uopc's work
+model) at the peak and its weights' bytes (the input parameters it reads and the once steps' re-laid-out
+copies, which come from memory every run: a network's weights do not stay in the caches between runs) at the
+bandwidth; the network's roof is their sum, and "% of roof" the roof over uopc's time. Activations are taken
+to stay in the caches (a lower bound on the time, so the figure is an upper bound on how close uopc is).
+
 --tune: per target also `uopc --tune` into a fresh database at uopc's default budget (or --tune-budget), a second
 compile with that database alone (which must time nothing and write the same bytes), and the tuned kernels timed
 in the same alternating rounds: the tuned time, its ratio to the default's and to ORT's, the search's seconds.
@@ -225,6 +232,46 @@ def tune_target(args, root, exp, inputs, target, env, row):
     return os.path.join(kdir, "manifest.json"), got_file
 
 
+def machine_roof(threads):
+    """(multiply-add GFLOP/s, memory GB/s) on `threads` threads: bench/fma_peak.c and bench/triad.c built with
+    the C compiler, the best of 5 runs each (a 64 MiB triad: 16 bytes an element read or written)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    with tempfile.TemporaryDirectory(prefix="uopc-roof-") as d:
+        flags = ["-O3", "-march=native", "-ffp-contract=fast", "-mprefer-vector-width=512", "-pthread"]
+        for name in ("fma_peak", "triad"):
+            subprocess.run([os.environ.get("UOPC_CC", "cc"), *flags, os.path.join(here, f"{name}.c"), "-o", os.path.join(d, name)], check=True)
+        gflops = float(subprocess.run([os.path.join(d, "fma_peak"), str(threads), "5"], capture_output=True, text=True, check=True).stdout)
+        n = 1 << 24
+        ms = float(subprocess.run([os.path.join(d, "triad"), str(n), str(threads), "5"], capture_output=True, text=True, check=True).stdout)
+    return gflops, 16.0 * n / (ms * 1e-3) / 1e9
+
+
+def roof_ms(manifest_path, gflops, gbs):
+    """The network's roof (module docstring): per kernel step the longer of ops at the peak and weight bytes at
+    the bandwidth, summed over the steps every run executes."""
+    m = json.load(open(manifest_path))
+    params = {p["slot"]: p for p in m["params"]}
+    buffers = {b["id"]: b for b in m["buffers"]}
+    once = set()
+    for st in m["steps"]:
+        if st.get("once") and st.get("args") and "buffer" in st["args"][0]:
+            once.add(st["args"][0]["buffer"])
+    total = 0.0
+    for st in m["steps"]:
+        if st.get("kind") != "kernel" or st.get("once"):
+            continue
+        ops = (st.get("estimates") or {}).get("ops", 0)
+        ops = ops if isinstance(ops, (int, float)) else 0
+        weights = 0
+        for a in st.get("args", []):
+            if "param" in a and params.get(a["param"], {}).get("role") == "input":
+                weights += params[a["param"]]["bytes"] // max(1, len(params[a["param"]]["devices"]))
+            elif "buffer" in a and a["buffer"] in once:
+                weights += buffers[a["buffer"]]["bytes"]
+        total += max(ops / (gflops * 1e9), weights / (gbs * 1e9))
+    return total * 1e3
+
+
 def best_ms(f, n):
     t = []
     for _ in range(n):
@@ -285,6 +332,7 @@ def run_model(args, name, root):
         row[f"build_s_{target}"] = float(m.group(1)) if m else None
         got_files[target] = got_file
         manifest = os.path.join(kdir, "manifest.json")
+        row[f"roof_ms_{target}"] = roof_ms(manifest, *args.roof)
         uopc_runners.append((f"uopc {target}", (lambda m=manifest, e=env_t: uopc_bench(args.uopc_run, m, inputs, args.threads, args.inner, e))))
         if args.tune:
             tuned = tune_target(args, root, exp, inputs, target, env_t, row)
@@ -350,6 +398,8 @@ def main() -> int:
         args.models, args.targets, args.reps, args.inner = "squeezenet", "c", 1, 1
         args.no_tinygrad = args.no_openvino = True
     args.targets = [t for t in args.targets.split(",") if t]
+    args.roof = machine_roof(args.threads)
+    print(f"machine: {args.roof[0]:.0f} GFLOP/s multiply-add peak, {args.roof[1]:.1f} GB/s memory (triad), {args.threads} threads", flush=True)
     rows = []
     for name in [m for m in args.models.split(",") if m]:
         try:
@@ -406,6 +456,17 @@ def main() -> int:
         if cnn:
             g = math.exp(sum(math.log(r["ORT"] / r[f"uopc {t}"]) for r in cnn) / len(cnn))
             print(f"geometric mean ORT/uopc over {len(cnn)} CNNs, {t}: {g:.3f}")
+    # the roof (module docstring): how close each build comes to it
+    print("\n| model | " + " | ".join(f"{t} roof ms | {t} ms | {t} % of roof" + (f" | {t} tuned % of roof" if args.tune else "")
+                                     for t in args.targets) + " |")
+    print("|---" * (1 + (4 if args.tune else 3) * len(args.targets)) + "|")
+    for r in ok:
+        cells = []
+        for t in args.targets:
+            cells += [f"{r[f'roof_ms_{t}']:.1f}", f"{r[f'uopc {t}']:.1f}", f"{100 * r[f'roof_ms_{t}'] / r[f'uopc {t}']:.0f}"]
+            if args.tune:
+                cells.append(f"{100 * r[f'roof_ms_{t}'] / r[f'uopc {t} tuned']:.0f}")
+        print(f"| {r['model']} | " + " | ".join(cells) + " |")
     if args.tune and ok:
         print("\n| model | " + " | ".join(f"{t} default ms | {t} tuned ms | {t} tuned/default | {t} ORT/tuned | {t} tune s | {t} searched (changed) | {t} database build identical"
                                        for t in args.targets) + " |")
