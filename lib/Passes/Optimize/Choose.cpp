@@ -784,6 +784,11 @@ std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target
   // v2's 3x3 max pools at 28x28 76-91 -> 68-88)
   if (!ra && interior[*va] && sizes[*va] % vAmount == 0 && sizes[*va] > vAmount && sizes[*va] <= 4 * vec)
     vAmount = sizes[*va];
+  // (no reuse axis, the default lanes and a long reduction: twice the lanes are twice the chains of adds, which
+  // wait on each other's latency otherwise. sp_cumsum_1m's within-block sums, 256 terms a value: uopc --tune kept
+  // upcast:1:32 for 16, 1.35x)
+  if (!ra && !interior[*va] && vAmount == 2 * vec && sizes[*va] % (2 * vAmount) == 0 && reductionWork(s) >= 64.0 * outputSize(s))
+    vAmount *= 2;
   // (room for twice the accumulators: the vector axis's lanes doubled, the reuse axis's upcast kept, for a
   // reduction long enough to pay for them: a matmul's, not VGG-19's first convolution's 27)
   if (ra && !interior[*va] && target.accumulatorLanes >= 2 * 8 * vAmount && vAmount == 2 * vec &&
