@@ -121,9 +121,10 @@ bool panelStaysInL2(const PassTarget &t, int64_t strideBytes, int64_t steps, int
 /// row of the whole ra loop), ungated, the only read of their buffer, moving along one reduction loop only,
 /// by a stride whose lines do not stay in the L2 (panelStaysInL2), where two or more tiles pass over the panel
 /// (`rowTiles`, the tiles along the output loops other than va: one reads the panel once, so the copy only
-/// adds to it; rangeify-work.py mm1k8, 8 rows in one tile: uopc --tune dropped its pack:2, 157-183 -> 76-87 us). The packed panel need not fit in
-/// the L2: its consecutive lines stream. Measured on sp_mm_1024 (B's 4 KiB stride: 16 of the L2's 1024 sets)
-/// and a 256x8192 @ 8192x1024 matmul (a 512 KiB panel): see docs/lowering.md.
+/// adds to it; rangeify-work.py mm1k8, 8 rows in one tile: uopc --tune dropped its pack:2, 157-183 -> 76-87
+/// us). The packed panel need not fit in the L2: its consecutive lines stream. Measured on sp_mm_1024 (B's
+/// 4 KiB stride: 16 of the L2's 1024 sets) and a 256x8192 @ 8192x1024 matmul (a 512 KiB panel): see
+/// docs/lowering.md.
 std::vector<Opt> choosePacks(const Shape &s, const std::vector<std::vector<std::optional<int64_t>>> &strides, size_t va,
                              size_t ra, int64_t vAmount, int64_t rowTiles, const PassTarget &target) {
   std::vector<Opt> opts;
