@@ -19,7 +19,7 @@
 // Then the kernel size bound (option max-kernel-ops=N, default 20,000; 0: none): a kernel computing more
 // than N data ops (elementwise ops and reductions on data: index math, movement ops and reads are free)
 // has values of its cone staged, not removable, so that every kernel is within N and no op is computed in
-// two kernels (KernelBound below: segments of the cone ending where few values are live): a
+// two kernels (Rangeify/KernelBound.h: segments of the cone ending where few values are live): a
 // valid graph a million ops deep (one STORE of a chain, every value read once) would otherwise be one
 // kernel that the C compiler cannot build (gcc 12's cc1 crashed on its 47 MB of C). Kernels within N are
 // untouched, so ordinary graphs are as before (the largest corpus kernel has 1,542 ops).
@@ -31,6 +31,7 @@
 #include "IR/Records.h"
 #include "IR/Work.h"
 #include "Passes/Passes.h"
+#include "Passes/Rangeify/KernelBound.h"
 #include "Passes/Rangeify/Lower.h"
 #include "Passes/Rangeify/StateCheck.h"
 #include "Passes/Rewrite.h"
@@ -38,7 +39,6 @@
 #include <algorithm>
 #include <map>
 #include <set>
-#include <span>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -237,177 +237,6 @@ private:
         d.info.erase(it);
       }
     }
-  }
-};
-
-// --- The kernel size bound (rangeify{max-kernel-ops=N}) -----------------------------------------------
-// A valid graph may ask for one kernel of any size: a STORE of an elementwise chain a million ops deep
-// is one kernel by every rule above (each value is read once), and the C compiler cannot build that
-// function (gcc 12's cc1 crashed after 7.5 min at -O3 on its 47 MB). Once stage removal is done, a
-// kernel computing more than N data ops has values in it staged until every kernel is within N.
-
-/// The data ops a kernel computes for `u` (what the bound counts): elementwise ops and reductions on
-/// data. Index arithmetic (weak ints), movement ops and reads count nothing.
-int64_t kernelOps(const UOp *u) {
-  if (isWeak(u->dtype) || u->dtype == DType::Void) return 0;
-  if (isElementwise(u->op) || u->op == Op::REDUCE || u->op == Op::CUSTOM || u->op == Op::CUSTOMI) return 1;
-  if (u->op == Op::STACK && u->nsrc > 1) return static_cast<int64_t>(u->nsrc) - 1; // a select per source
-  return 0;
-}
-
-/// The sources a kernel computing `u` lowers (as Lowerer::lower does): a movement op's or a REDUCE's
-/// first source only (the others are shape operands).
-std::span<const UOp *const> loweredSources(const UOp *u) {
-  auto s = u->src();
-  bool first = isMovement(u->op) || u->op == Op::REDUCE || u->op == Op::BIND || u->op == Op::DETACH ||
-               u->op == Op::CONTIGUOUS_BACKWARD;
-  return first && !s.empty() ? s.first(1) : s;
-}
-
-class KernelBound {
-public:
-  KernelBound(ShapeInfo &si, int64_t maxOps, std::function<bool(const UOp *)> isMat)
-      : si_(si), max_(maxOps), isMat_(std::move(isMat)) {}
-
-  /// The value nodes the kernel of `root` computes (a STORE, a staged value, CONTIGUOUS or STAGE), sources
-  /// before their users; the walk stops at what the kernel reads (materialized values, buffers, AFTERs)
-  /// and at constants and variables. Starts a new kernel: cuts() works on the cone returned last.
-  const std::vector<const UOp *> &cone(const UOp *root) {
-    t_.clear();
-    order_.clear();
-    const UOp *top = root->op == Op::STORE ? root->src(1)
-                     : root->op == Op::CONTIGUOUS || root->op == Op::STAGE ? root->src(0) : root;
-    if (top != root && leaf(top)) return order_;
-    t_.at(top).inCone = true;
-    std::vector<std::pair<const UOp *, size_t>> work{{top, 0}};
-    while (!work.empty()) {
-      auto &[u, next] = work.back();
-      auto srcs = loweredSources(u);
-      if (next < srcs.size()) {
-        const UOp *s = srcs[next++];
-        if (!leaf(s) && !t_.at(s).inCone) {
-          t_.at(s).inCone = true;
-          work.push_back({s, 0});
-        }
-        continue;
-      }
-      order_.push_back(u);
-      work.pop_back();
-    }
-    return order_;
-  }
-
-  static int64_t ops(const std::vector<const UOp *> &cone) {
-    int64_t n = 0;
-    for (const UOp *u : cone) n += kernelOps(u);
-    return n;
-  }
-
-  /// Picks values of the last cone() to stage so that no kernel it leaves computes more than N ops, and
-  /// none computes an op another one does. The cone, in its order (a post-order walk: what one value
-  /// needs stays together), is cut into segments of at most N ops; then, users before sources:
-  ///  - a value read by a later segment is staged (so each kernel's cone stays in its segment, within N);
-  ///  - so is a value whose users belong to different kernels (the kernel of a node: itself when it is
-  ///    staged or the root, else its users' kernel): inlined, it would be computed in each of them.
-  /// A value that cannot be staged (a movement op, an index) stays in each kernel reading it and hands
-  /// the question to its sources. A chain is cut every N ops; `x -> max(x + 1, x)` at a shared `x`.
-  std::vector<const UOp *> cuts() {
-    // Segments end where the fewest values are live (a waist: between two layers, one value) among the
-    // places leaving the segment between N/2 and N ops: each value live across a segment end is staged.
-    size_t n = order_.size();
-    std::vector<int64_t> opsBefore(n + 1, 0), live(n + 1, 0);
-    for (size_t k = 0; k < n; ++k) {
-      t_.at(order_[k]).pos = static_cast<int64_t>(k);
-      opsBefore[k + 1] = opsBefore[k] + kernelOps(order_[k]);
-    }
-    for (size_t k = 0; k < n; ++k)
-      forDistinct(order_[k], [&](const UOp *s) {
-        if (Slot *y = inCone(s)) y->lastUse = static_cast<int64_t>(k);
-      });
-    for (size_t k = 0; k < n; ++k) { // live[p]: values before p read at or after p
-      const Slot &x = t_.at(order_[k]);
-      if (x.lastUse > x.pos) {
-        ++live[k + 1];
-        --live[static_cast<size_t>(x.lastUse) + 1];
-      }
-    }
-    for (size_t p = 1; p <= n; ++p) live[p] += live[p - 1];
-    int32_t seg = 0;
-    for (size_t start = 0; start < n; ++seg) {
-      size_t end = n;
-      if (opsBefore[n] - opsBefore[start] > max_) {
-        end = start + 1;
-        int64_t best = INT64_MAX;
-        for (size_t p = start + 1; p < n && opsBefore[p] - opsBefore[start] <= max_; ++p)
-          if (opsBefore[p] - opsBefore[start] >= max_ / 2 && live[p] <= best) {
-            best = live[p];
-            end = p;
-          }
-        if (best == INT64_MAX) // no place in [N/2, N]: the last one within N
-          while (end + 1 < n && opsBefore[end + 1] - opsBefore[start] <= max_) ++end;
-      }
-      for (size_t k = start; k < end; ++k) t_.at(order_[k]).segment = seg;
-      start = end;
-    }
-    std::vector<const UOp *> out;
-    for (size_t k = order_.size(); k-- > 0;) {
-      const UOp *u = order_[k];
-      Slot &x = t_.at(u);
-      bool root = k + 1 == order_.size();
-      if (!root && (x.readLater || x.shared)) {
-        if (stageable(u)) {
-          root = true;
-          out.push_back(u);
-        } else {
-          x.shared = true; // computed in every kernel reading it: its sources are asked the same
-        }
-      }
-      const UOp *kernel = root ? u : x.shared ? nullptr : x.kernel;
-      int32_t segment = x.segment;
-      forDistinct(u, [&](const UOp *s) {
-        Slot *y = inCone(s);
-        if (!y) return;
-        if (y->segment < segment) y->readLater = true;
-        if (!kernel || (y->kernel && y->kernel != kernel)) y->shared = true;
-        y->kernel = kernel;
-      });
-    }
-    return out;
-  }
-
-private:
-  struct Slot {
-    uint32_t gen = 0;
-    bool inCone = false;
-    bool readLater = false;       ///< a user is in a later segment
-    bool shared = false;          ///< users in different kernels
-    int32_t segment = 0;
-    int64_t pos = 0, lastUse = 0; ///< its place in the cone's order, and its last user's
-    const UOp *kernel = nullptr;  ///< the kernel of its users so far
-  };
-  ShapeInfo &si_;
-  int64_t max_;
-  std::function<bool(const UOp *)> isMat_;
-  StampedTable<Slot> t_;
-  std::vector<const UOp *> order_;
-
-  Slot *inCone(const UOp *u) {
-    const Slot *x = t_.find(u);
-    return x && x->inCone ? &t_.at(u) : nullptr;
-  }
-  bool leaf(const UOp *u) const {
-    return isMat_(u) || Lowerer::isBuffer(u) || u->op == Op::AFTER || u->op == Op::CONST || u->op == Op::PARAM;
-  }
-  template <typename F> static void forDistinct(const UOp *u, F f) {
-    auto srcs = loweredSources(u);
-    for (size_t i = 0; i < srcs.size(); ++i)
-      if (std::find(srcs.begin(), srcs.begin() + static_cast<long>(i), srcs[i]) == srcs.begin() + static_cast<long>(i))
-        f(srcs[i]);
-  }
-  /// What a STAGE may wrap: a value on a device with a shape (as the stage candidates).
-  bool stageable(const UOp *u) const {
-    return (isElementwise(u->op) || u->op == Op::REDUCE) && !isWeak(u->dtype) && u->dtype != DType::Void &&
-           !si_.device(u).empty() && si_.shape(u);
   }
 };
 
