@@ -82,6 +82,18 @@ struct Optimizer {
     std::map<size_t, std::pair<const UOp *, const UOp *>> upcastOf;
   };
 
+  /// Whether piece p reads a buffer under a condition (a padded border): an INDEX with a gate operand or a
+  /// WHERE(c, i, Invalid) index.
+  static bool gatedReads(const Piece &p) {
+    for (const UOp *u : toposort(p.store)) {
+      if (u->op != Op::INDEX || u->src(0)->op != Op::PARAM) continue;
+      const UOp *i = u->src(1);
+      if (u->nsrc > 2 || (i->op == Op::WHERE && i->src(2)->op == Op::CONST && i->src(2)->arg &&
+                          i->src(2)->arg->kind == ArgKind::Invalid))
+        return true;
+    }
+    return false;
+  }
   /// Whether piece p stores a value with no reduction (a concatenation's copy beside the tiled part).
   static bool copyPiece(const Piece &p) {
     for (const UOp *u : toposort(p.store))
@@ -327,7 +339,21 @@ struct Optimizer {
       const UOp *lane = nullptr;
       auto upcast = [&](Piece &p) {
         const UOp *r = p.axes[o.axis];
-        if (p.sizes[o.axis] % o.amount) return; // a border piece the amount does not divide
+        int64_t n = p.sizes[o.axis];
+        if (n % o.amount) {
+          // A border piece shorter than the tile (what `tiled` leaves: 196 pixels cut at 192, 4 left) is
+          // upcast whole: the main tile's shape, fewer lanes. Kept a loop, it would walk the whole reduction
+          // once per pixel with a scalar accumulator per channel (ShuffleNet's grouped 1x1 convolutions at
+          // 14x14: the 4 pixels took 28 of 85 us, one thread). Not a piece with gated reads (a padded
+          // convolution's border): the C compiler keeps a gated load a branch and the lanes' accumulators in
+          // memory (ShuffleNet's depthwise 3x3 at 14x14, 6 border pixels a row: 51 -> 134 us).
+          if (!r || n > o.amount || n < 2 || copyPiece(p) || gatedReads(p)) return;
+          const UOp *own = rangeLike(c, r, n, next++, AxisType::UPCAST);
+          p.store = substitute(c, p.store, {{r, own}});
+          p.axes[o.axis] = nullptr;
+          p.lanes.push_back(own); // (no upcastOf: a relaid-out buffer is read in W's layout, relayoutRestPiece)
+          return;
+        }
         DType dt = r->dtype;
         if (!lane) lane = rangeLike(c, r, o.amount, next++, AxisType::UPCAST);
         const UOp *outer = c.make(Op::RANGE, dt, {c.constInt(dt, p.sizes[o.axis] / o.amount)}, r->arg, r->tag);
