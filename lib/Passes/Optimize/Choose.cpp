@@ -196,6 +196,16 @@ std::optional<Shape> mergedShape(Context &c, const Shape &s, size_t a) {
   return shapeOf(c.make(Op::SINK, DType::Void, {c.make(Op::END, s.end->dtype, src, s.end->arg, s.end->tag)}));
 }
 
+/// The steps of each read's index along each output loop: strides[read][axis] (nullopt where it is not one).
+std::vector<std::vector<std::optional<int64_t>>> readStrides(const Shape &s) {
+  std::vector<std::vector<std::optional<int64_t>>> strides;
+  for (const UOp *rd : s.reads) {
+    strides.emplace_back();
+    for (const UOp *r : s.axes) strides.back().push_back(indexStride(rd->src(1), r, /*throughSelect=*/true));
+  }
+  return strides;
+}
+
 /// Whether output loops a and a + 1 read and store as one loop: every read's and the store's index moves
 /// along a by a + 1's iterations times its step along a + 1 (a 1x1 convolution's rows and columns), and
 /// nothing is gated.
@@ -628,12 +638,7 @@ std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target
             return inner;
           }
         }
-  // strides[read][axis]
-  std::vector<std::vector<std::optional<int64_t>>> strides;
-  for (const UOp *rd : s.reads) {
-    strides.emplace_back();
-    for (const UOp *r : s.axes) strides.back().push_back(indexStride(rd->src(1), r, /*throughSelect=*/true));
-  }
+  std::vector<std::vector<std::optional<int64_t>>> strides = readStrides(s);
   std::vector<bool> used(s.axes.size(), false); // some reduction depends on the axis
   for (size_t a = 0; a < s.axes.size(); ++a)
     for (size_t k = 0; k < s.reads.size(); ++k) used[a] = used[a] || strides[k][a] != std::optional<int64_t>(0);
@@ -801,14 +806,15 @@ std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target
         reuse = amt;
         break;
       }
-  // (many channels that 8 does not divide: their largest divisor up to 24 that the tile's registers hold
-  // over two vectors of lanes, else one. ShuffleNet's groups of 34 and 68 channels: 17 x 2 vectors where 2 and
-  // 4 were all that divide; its 1x1 convolution 34 -> 34 per group at 28x28, 2 threads, C: 2 x 16 lanes
-  // 86-96 us, 17 x 8 101-131, 17 x 16 73-84. Not on LLVM, whose loop vectorizer takes the 17 channels for
-  // its vector, 2x slower)
-  if (ra && reuse < 8 && target.name != "llvm" && !interior[*va] && sizes[*ra] >= 32 && sizes[*ra] % 8 && vAmount <= 2 * vec &&
+  // (24 or more channels that 8 does not divide: their largest divisor up to 28 that the tile's registers
+  // hold over two vectors of lanes, else one. ShuffleNet's groups of 34 and 68 channels: 17 x 2 vectors where 2
+  // and 4 were all that divide; its 1x1 convolution 34 -> 34 per group at 28x28, 2 threads, C: 2 x 16 lanes
+  // 86-96 us, 17 x 8 101-131, 17 x 16 73-84. Its groups of 28: 28 x 16 lanes for 4 x 16, whose four chains
+  // of adds wait on each other's latency: 112 -> 112 in 4 groups at 28x28, one thread, 42-68 -> 34-36 us.
+  // Not on LLVM, whose loop vectorizer takes the 17 channels for its vector, 2x slower)
+  if (ra && reuse < 8 && target.name != "llvm" && !interior[*va] && sizes[*ra] >= 24 && sizes[*ra] % 8 && vAmount <= 2 * vec &&
       sizes[*va] % vec == 0)
-    for (int64_t d = 24; d > 8; --d)
+    for (int64_t d = 28; d > 8; --d)
       if (sizes[*ra] % d == 0 && d * vec <= target.tileLanes) {
         reuse = d;
         vAmount = sizes[*va] % (2 * vec) == 0 && d * 2 * vec <= target.tileLanes ? 2 * vec : vec;
