@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """uopc --tune against the default compile, per perf-run case (../shared/perf-run/cases): the seconds the search
 took, then uopc-run's best time of the default and of the tuned kernels, alternating rounds on the same seeded
-inputs (floats in [0.5, 1.5), integers in [0, 8)), and whether the tuned outputs match the default's (float32
-within 1e-4 of the element plus the largest). Figures are printed, never asserted.
+inputs (floats in [0.5, 1.5), integers in [0, 8)), how many kernels the search gave other opts than the
+default's (none: the same code, the ratio is the machine's noise), and whether the tuned outputs match the
+default's (float32 within 1e-4 of the element plus the largest). Figures are printed, never asserted.
   bench/tune.py [--uopc build/uopc] [--uopc-run build/uopc-run] [--target llvm] [--budget 20] [--cases a,b]
                 [--rounds 2] [--bench 20] [--work DIR] [--quick]
 --quick: one small case, a 1-second budget, one round of 2 runs (bench-quick: that it works)."""
@@ -95,7 +96,7 @@ def main():
     work = a.work or tempfile.mkdtemp(prefix="uopc-tune-bench-")
     env = dict(os.environ, XDG_CACHE_HOME=os.path.join(work, "cache"))  # (the C kernels' cache, not the user's)
     print(f"target {a.target}, budget {a.budget:g} s per case, {a.rounds} rounds of uopc-run --bench {a.bench} (best ms)")
-    print(f"{'case':28} {'tune s':>7} {'searched':>8} {'default ms':>11} {'tuned ms':>9} {'speedup':>8}  outputs")
+    print(f"{'case':28} {'tune s':>7} {'searched':>8} {'changed':>7} {'default ms':>11} {'tuned ms':>9} {'speedup':>8}  outputs")
     for name in names:
         graph = os.path.join(CASES, name, "graph.json")
         d = os.path.join(work, name)
@@ -111,6 +112,13 @@ def main():
         searched = re.search(r"(\d+) searched", log)
         with open(os.path.join(d, "default", "manifest.json")) as f:
             manifest = json.load(f)
+        with open(os.path.join(d, "tuned", "manifest.json")) as f:
+            tuned = json.load(f)
+        # the kernels whose opts the search changed: with none, the two builds run the same code and their
+        # ratio is the machine's noise
+        opts = {tag: {s["kernel"]: s.get("opts") for s in m["steps"] if s.get("kind") == "kernel"}
+                for tag, m in (("default", manifest), ("tuned", tuned))}
+        changed = sum(1 for k, o in opts["tuned"].items() if opts["default"].get(k) != o)
         ins = inputs(manifest, d)
         best = {"default": float("inf"), "tuned": float("inf")}
         for _ in range(a.rounds):
@@ -119,7 +127,7 @@ def main():
         same = all(close(open(os.path.join(d, f"default{p['slot']}.bin"), "rb").read(),
                          open(os.path.join(d, f"tuned{p['slot']}.bin"), "rb").read(), p["dtype"])
                    for p in manifest["params"] if p["role"] != "input")
-        print(f"{name:28} {took:7.1f} {searched.group(1) if searched else '0':>8} {best['default']:11.3f} "
+        print(f"{name:28} {took:7.1f} {searched.group(1) if searched else '0':>8} {changed:7d} {best['default']:11.3f} "
               f"{best['tuned']:9.3f} {best['default'] / best['tuned']:7.2f}x  {'match' if same else 'DIFFER'}", flush=True)
     if not a.work:
         shutil.rmtree(work, ignore_errors=True)
