@@ -196,6 +196,17 @@ std::optional<Shape> mergedShape(Context &c, const Shape &s, size_t a) {
   return shapeOf(c.make(Op::SINK, DType::Void, {c.make(Op::END, s.end->dtype, src, s.end->arg, s.end->tag)}));
 }
 
+/// Whether a reduction's value selects between two reads by a condition on no data (a concatenation's
+/// parts, read where the tile loads each input element).
+bool selectsBuffers(const Shape &s) {
+  for (const UOp *red : s.reduces)
+    for (const UOp *x : toposort(red->src(0)))
+      if (x->op == Op::WHERE && x->src(0)->dtype == DType::Bool && !readsData(x->src(0)) && readsData(x->src(1)) &&
+          readsData(x->src(2)))
+        return true;
+  return false;
+}
+
 /// The steps of each read's index along each output loop: strides[read][axis] (nullopt where it is not one).
 std::vector<std::vector<std::optional<int64_t>>> readStrides(const Shape &s) {
   std::vector<std::vector<std::optional<int64_t>>> strides;
@@ -582,6 +593,34 @@ std::optional<std::vector<Opt>> remainderMergedTile(Context &c, const Shape &s,
   return std::nullopt;
 }
 
+/// The merged tile for a 1x1 convolution whose channel tile of one vector would select between buffers once
+/// a pixel a reduction step (selectsBuffers: a concatenation's parts), its pixels too few for
+/// remainderMergedTile's choice (ShuffleNet's 7x7 planes, 49 = 48 + 1): the rows and columns merged, cut at
+/// their last two whole vectors, blocked and upcast by two vectors of pixels, the channels (loop oa) by their
+/// largest divisor up to 28 that the registers hold (136: 17 x 16 lanes). ShuffleNet's first 7x7 unit after
+/// its stride-2 one, 2 threads, in the network, alternating 5 rounds: 240-304 -> 136-145 us; its units reading
+/// one buffer keep the channel tile (merged, they took 124-144 us where it takes 90-107). nullopt where no loop
+/// pair qualifies.
+std::optional<std::vector<Opt>> selectMergedTile(const Shape &s, const std::vector<std::vector<std::optional<int64_t>>> &strides,
+                                                 size_t oa, int64_t vec, const PassTarget &target) {
+  int64_t n = s.sizes[oa], reuse = 0;
+  for (int64_t d = std::min<int64_t>(28, n); d > 1 && !reuse; --d)
+    if (n % d == 0 && d * 2 * vec <= target.tileLanes) reuse = d;
+  if (!reuse) return std::nullopt;
+  for (size_t a = s.axes.size() - 1; a-- > 0;) {
+    if (a == oa || a + 1 == oa || s.sizes[a] == 1 || s.sizes[a + 1] == 1) continue;
+    int64_t merged = s.sizes[a] * s.sizes[a + 1], main = merged / (2 * vec) * (2 * vec);
+    if (main < 2 * vec || !mergeable(s, strides, a)) continue;
+    std::vector<Opt> opts{{Opt::Merge, a, 1, 0}};
+    if (main < merged) opts.push_back({Opt::Split, a, 0, main});
+    if (2 * vec < main) opts.push_back({Opt::Block, a, 2 * vec, 0});
+    opts.push_back({Opt::Upcast, oa, reuse});
+    opts.push_back({Opt::Upcast, a, 2 * vec});
+    return opts;
+  }
+  return std::nullopt;
+}
+
 /// The opts of level 2 for kernel shape s (see the file comment).
 } // namespace
 
@@ -699,8 +738,13 @@ std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target
       // tile instead, a remainder cut off)
       auto lanes = opts ? std::find_if(opts->rbegin(), opts->rend(), [](const Opt &o) { return o.kind == Opt::Upcast; })
                         : std::vector<Opt>::reverse_iterator();
-      if (merges && shortRow && !padded && (!opts || (lanes != opts->rend() && lanes->amount < vec)))
+      // (or, for a tile of one vector whose reduction selects between buffers, selectMergedTile)
+      if (merges && shortRow && !padded &&
+          (!opts || (lanes != opts->rend() && lanes->amount < vec)))
         if (auto m = remainderMergedTile(c, s, strides, vec, target)) return *m;
+      if (merges && shortRow && !padded && target.name != "llvm" && opts && lanes != opts->rend() && lanes->amount == vec &&
+          selectsBuffers(s))
+        if (auto m = selectMergedTile(s, strides, lanes->axis, vec, target)) return *m;
       if (opts) return *opts;
     }
   }

@@ -5,16 +5,19 @@
 # (group-concat.json): 136 -> 136 in 4 groups of 34 over the ReLU of a concatenation of two 68-channel
 # inputs, two groups each (ShuffleNet's unit after a stride-2 one): its reads select their part by the group.
 # `g28` (group-merge-28.json): 112 -> 112 in 4 groups of 28 at 28x28 (ShuffleNet's first stage, 784 pixels).
+# `concat7` (group-concat-7.json): 544 -> 544 in 4 groups of 136 at 7x7 over the ReLU of a concatenation of two
+# 272-channel inputs (ShuffleNet's first 7x7 unit after its stride-2 one).
 import sys
 from tinygrad import Tensor
 import uopc_tinygrad
 Tensor.manual_seed(0)
-c, g, hw = {"grouped": (68, 2, 14), "plain": (64, 1, 14), "concat": (136, 4, 14), "g28": (112, 4, 28)}[sys.argv[2]]
+c, g, hw = {"grouped": (68, 2, 14), "plain": (64, 1, 14), "concat": (136, 4, 14), "g28": (112, 4, 28),
+             "concat7": (544, 4, 7)}[sys.argv[2]]
 w = Tensor.randn(c, c // g, 1, 1).realize(); s = Tensor.rand(c, 1, 1).realize(); b = Tensor.randn(c, 1, 1).realize()
 def conv(x):
     return (x.conv2d(w, groups=g) * s + b).relu()
-if sys.argv[2] == "concat":
-    uopc_tinygrad.export(lambda a, b: conv(a.cat(b, dim=1).relu()), Tensor.randn(1, 68, 14, 14).realize(),
-                         Tensor.randn(1, 68, 14, 14).realize(), out=sys.argv[1])
+if sys.argv[2] in ("concat", "concat7"):
+    uopc_tinygrad.export(lambda a, b: conv(a.cat(b, dim=1).relu()), Tensor.randn(1, c // 2, hw, hw).realize(),
+                         Tensor.randn(1, c // 2, hw, hw).realize(), out=sys.argv[1])
 else:
     uopc_tinygrad.export(conv, Tensor.randn(1, c, hw, hw).realize(), out=sys.argv[1])
