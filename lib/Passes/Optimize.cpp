@@ -82,17 +82,12 @@ struct Optimizer {
     std::map<size_t, std::pair<const UOp *, const UOp *>> upcastOf;
   };
 
-  /// Whether piece p reads a buffer under a condition (a padded border): an INDEX with a gate operand or a
-  /// WHERE(c, i, Invalid) index.
+  /// Whether piece p reads a buffer under a condition (a padded border: conditionsOf its INDEXes).
   static bool gatedReads(const Piece &p) {
-    for (const UOp *u : toposort(p.store)) {
-      if (u->op != Op::INDEX || u->src(0)->op != Op::PARAM) continue;
-      const UOp *i = u->src(1);
-      if (u->nsrc > 2 || (i->op == Op::WHERE && i->src(2)->op == Op::CONST && i->src(2)->arg &&
-                          i->src(2)->arg->kind == ArgKind::Invalid))
-        return true;
-    }
-    return false;
+    std::vector<const UOp *> reads;
+    for (const UOp *u : toposort(p.store))
+      if (u->op == Op::INDEX && u->src(0)->op == Op::PARAM) reads.push_back(u);
+    return !conditionsOf(reads).empty();
   }
   /// Whether piece p stores a value with no reduction (a concatenation's copy beside the tiled part).
   static bool copyPiece(const Piece &p) {

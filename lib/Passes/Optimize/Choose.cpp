@@ -196,6 +196,14 @@ std::optional<Shape> mergedShape(Context &c, const Shape &s, size_t a) {
   return shapeOf(c.make(Op::SINK, DType::Void, {c.make(Op::END, s.end->dtype, src, s.end->arg, s.end->tag)}));
 }
 
+/// The largest divisor of n from `least` to 28 whose tile of `lanes` lanes a channel the registers hold
+/// (target.tileLanes), 0 where none (the channel upcast of channels that 8 does not divide).
+int64_t channelDivisor(int64_t n, int64_t lanes, int64_t least, const PassTarget &target) {
+  for (int64_t d = std::min<int64_t>(28, n); d >= least; --d)
+    if (n % d == 0 && d * lanes <= target.tileLanes) return d;
+  return 0;
+}
+
 /// Whether a reduction's value selects between two reads by a condition on no data (a concatenation's
 /// parts, read where the tile loads each input element).
 bool selectsBuffers(const Shape &s) {
@@ -603,9 +611,7 @@ std::optional<std::vector<Opt>> remainderMergedTile(Context &c, const Shape &s,
 /// pair qualifies.
 std::optional<std::vector<Opt>> selectMergedTile(const Shape &s, const std::vector<std::vector<std::optional<int64_t>>> &strides,
                                                  size_t oa, int64_t vec, const PassTarget &target) {
-  int64_t n = s.sizes[oa], reuse = 0;
-  for (int64_t d = std::min<int64_t>(28, n); d > 1 && !reuse; --d)
-    if (n % d == 0 && d * 2 * vec <= target.tileLanes) reuse = d;
+  int64_t reuse = channelDivisor(s.sizes[oa], 2 * vec, 2, target);
   if (!reuse) return std::nullopt;
   for (size_t a = s.axes.size() - 1; a-- > 0;) {
     if (a == oa || a + 1 == oa || s.sizes[a] == 1 || s.sizes[a + 1] == 1) continue;
@@ -738,13 +744,14 @@ std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target
       // tile instead, a remainder cut off)
       auto lanes = opts ? std::find_if(opts->rbegin(), opts->rend(), [](const Opt &o) { return o.kind == Opt::Upcast; })
                         : std::vector<Opt>::reverse_iterator();
-      // (or, for a tile of one vector whose reduction selects between buffers, selectMergedTile)
-      if (merges && shortRow && !padded &&
-          (!opts || (lanes != opts->rend() && lanes->amount < vec)))
-        if (auto m = remainderMergedTile(c, s, strides, vec, target)) return *m;
-      if (merges && shortRow && !padded && target.name != "llvm" && opts && lanes != opts->rend() && lanes->amount == vec &&
-          selectsBuffers(s))
-        if (auto m = selectMergedTile(s, strides, lanes->axis, vec, target)) return *m;
+      if (merges && shortRow && !padded) {
+        if (!opts || (lanes != opts->rend() && lanes->amount < vec))
+          if (auto m = remainderMergedTile(c, s, strides, vec, target)) return *m;
+        // (a tile of one vector whose reduction selects between buffers: selectMergedTile; not on LLVM, whose
+        // loop vectorizer takes the channels' upcast for its vector)
+        if (target.name != "llvm" && opts && lanes != opts->rend() && lanes->amount == vec && selectsBuffers(s))
+          if (auto m = selectMergedTile(s, strides, lanes->axis, vec, target)) return *m;
+      }
       if (opts) return *opts;
     }
   }
@@ -858,12 +865,10 @@ std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target
   // Not on LLVM, whose loop vectorizer takes the 17 channels for its vector, 2x slower)
   if (ra && reuse < 8 && target.name != "llvm" && !interior[*va] && sizes[*ra] >= 24 && sizes[*ra] % 8 && vAmount <= 2 * vec &&
       sizes[*va] % vec == 0)
-    for (int64_t d = 28; d > 8; --d)
-      if (sizes[*ra] % d == 0 && d * vec <= target.tileLanes) {
-        reuse = d;
-        vAmount = sizes[*va] % (2 * vec) == 0 && d * 2 * vec <= target.tileLanes ? 2 * vec : vec;
-        break;
-      }
+    if (int64_t d = channelDivisor(sizes[*ra], vec, 9, target)) {
+      reuse = d;
+      vAmount = sizes[*va] % (2 * vec) == 0 && d * 2 * vec <= target.tileLanes ? 2 * vec : vec;
+    }
   // (registers the tile leaves empty: three vectors of lanes where they fill the budget and divide the axis,
   // AVX2's 4 x 24 tile, 12 of its 16 registers, where 4 x 16 took 8: the encoder's feed-forward matmuls, one
   // thread on Zen 3, 88-105 -> 81-84 ms)
