@@ -53,6 +53,7 @@ enum class Rule : uint8_t {
 constexpr std::pair<Op, Rule> kRuleRows[] = {
     {Op::IF, Rule::None},          {Op::BARRIER, Rule::None},       {Op::SINK, Rule::None},
     {Op::REWRITE_ERROR, Rule::None}, {Op::ENDIF, Rule::None},       {Op::GROUP, Rule::None},
+    {Op::PREFETCH, Rule::None},
     {Op::LINEAR, Rule::None},      {Op::PROGRAM, Rule::None},       {Op::SOURCE, Rule::None},
     {Op::TUPLE, Rule::None},       {Op::FUNCTION, Rule::None},      {Op::CUSTOM_FUNCTION, Rule::None},
     {Op::PYLITERAL, Rule::None},   {Op::CALL, Rule::Call},          {Op::INS, Rule::Ins},

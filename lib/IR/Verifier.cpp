@@ -95,6 +95,7 @@ const Row kRows[] = {
     {Op::BARRIER,                {0,   kAny, Res::Void,    Srcs::Any,         ArgK::Any}},
     {Op::IF,                     {1,   kAny, Res::Void,    Srcs::Any,         ArgK::Any}},
     {Op::ENDIF,                  {1,   1,    Res::Void,    Srcs::Any,         ArgK::Any}},
+    {Op::PREFETCH,               {1,   1,    Res::Void,    Srcs::Any,         ArgK::None}},
     {Op::WMMA,                   {3,   3,    Res::Any,     Srcs::Any,         ArgK::Wmma}},
     {Op::LINEAR,                 {0,   kAny, Res::Void,    Srcs::Any,         ArgK::Any}},
     {Op::SOURCE,                 {0,   0,    Res::Void,    Srcs::Any,         ArgK::Any}},

@@ -233,6 +233,7 @@ struct Machine {
         break;
       }
       case Op::ENDIF: break;
+      case Op::PREFETCH: break; // (a hint to the cache: nothing to compute)
       case Op::BARRIER: error(u, "a BARRIER inside a loop or an IF, or in a kernel not linearized for a grid");
       case Op::REDUCE: {
         Op op = u->arg->elems()[0]->op();

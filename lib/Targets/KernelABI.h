@@ -58,7 +58,7 @@ std::vector<bool> independentLaneLoops(std::span<const UOp *const> items);
 
 /// The one loop every renderer runs over a linearized kernel's items (lib/Passes/Linearize.cpp): R
 /// implements loopBegin(RANGE), loopEnd(END), ifBegin(IF), ifEnd(ENDIF), accumulator(REDUCE),
-/// accumulate(REDUCE, x) for STORE(REDUCE, x), store(STORE), barrier(BARRIER), statement(void CUSTOM) and value(any other
+/// accumulate(REDUCE, x) for STORE(REDUCE, x), store(STORE), barrier(BARRIER), prefetch(PREFETCH), statement(void CUSTOM) and value(any other
 /// node, which it computes and remembers as that node's latest definition).
 template <class R> void renderItems(std::span<const UOp *const> items, R &r) {
   for (const UOp *u : items) {
@@ -69,6 +69,7 @@ template <class R> void renderItems(std::span<const UOp *const> items, R &r) {
     case Op::ENDIF: r.ifEnd(u); break;
     case Op::REDUCE: r.accumulator(u); break;
     case Op::BARRIER: r.barrier(u); break;
+    case Op::PREFETCH: r.prefetch(u); break;
     case Op::STORE:
       if (u->src(0)->op == Op::REDUCE) r.accumulate(u->src(0), u->src(1));
       else r.store(u);

@@ -633,6 +633,14 @@ struct Emitter {
   }
   void statement(const UOp *u) { customStatement(u); }
   void barrier(const UOp *u) { failAt(u, "a GPU block's BARRIER: the C target renders loops (linearize without grid)"); }
+  /// PREFETCH(INDEX(buf, i)): a hint that buf[i] is read soon (no load; i may be past the buffer's end).
+  void prefetch(const UOp *u) {
+    const UOp *ix = u->src(0);
+    if (ix->op != Op::INDEX || ix->nsrc != 2 || ix->src(0)->op != Op::PARAM) failAt(u, "expected PREFETCH(INDEX(PARAM, i))");
+    use(Helper::Prefetch);
+    line("UOPC_PREFETCH(" + bufName(ParamArg::slotOf(ix->src(0)->arg)) + ", (" + val(ix->src(1)).v + ") * " +
+         std::to_string(dtypeSize(ix->dtype)) + ");");
+  }
   void value(const UOp *u) { memo[u] = node(u); }
   std::set<std::string> loopNames;
   std::vector<std::string> openNames;

@@ -171,6 +171,14 @@ UOPC_FN uint64_t uopc_threefry(uint64_t x, uint64_t key) {
 #define UOPC_UNROLL(n)
 #endif
 )"},
+    // a PREFETCH item (linearize's weight stream ahead of a tile's reduction): the address as an integer, since it
+    // may lie past the buffer's end (a prefetch never faults, but pointer arithmetic past an object is undefined)
+    {Helper::Prefetch, "PREFETCH", {}, R"(#if defined(__GNUC__)
+#define UOPC_PREFETCH(base, bytes) __builtin_prefetch((const void *)((uintptr_t)(base) + (uintptr_t)(bytes)), 0, 3)
+#else
+#define UOPC_PREFETCH(base, bytes) ((void)0)
+#endif
+)"},
 };
 
 } // namespace

@@ -27,6 +27,7 @@ enum class Helper {
   SimdMath,   ///< exp2f/log2f/sinf/powf declared `omp declare simd` (glibc's libmvec) under UOPC_OMP_SIMD
   SimdLanes,  ///< UOPC_SIMD_LANES: `#pragma omp simd` on a loop of independent lanes under UOPC_OMP_SIMD
   Unroll,     ///< UOPC_UNROLL(n): `#pragma GCC unroll n` (GCC and Clang) on an UNROLL range's loop
+  Prefetch,   ///< UOPC_PREFETCH(base, byteOffset): a hint to bring that line into the cache (GCC and Clang)
 };
 
 /// The C text of the helpers in `used` and of the helpers they call, in dependency order.

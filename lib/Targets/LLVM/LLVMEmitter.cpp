@@ -284,6 +284,19 @@ struct Emitter : ValueBuilder {
     endCountdown(lanes);
     beginLanes();
   }
+  /// PREFETCH(INDEX(buf, i)): llvm.prefetch (read, keep in every cache level) of buf[i], which may lie past the
+  /// buffer's end (a GEP without inbounds; a prefetch never faults). The PTX target gets none (linearize adds
+  /// them on CPU targets only).
+  void prefetch(const UOp *u) {
+    const UOp *ix = u->src(0);
+    if (ix->op != Op::INDEX || ix->nsrc != 2 || ix->src(0)->op != Op::PARAM || isScalarParamNode(ix->src(0)))
+      failAt(u, "expected PREFETCH(INDEX(PARAM, i))");
+    if (mapping == Mapping::PTX) failAt(u, "a PREFETCH in a GPU kernel");
+    Value *iv = ext64(val(ix->src(1)).v, ix->src(1)->dtype);
+    Value *ptr = b.CreateGEP(storageType(ix->dtype), bufArgs.at(ParamArg::slotOf(ix->src(0)->arg)), iv);
+    b.CreateCall(llvm::Intrinsic::getDeclaration(&mod, llvm::Intrinsic::prefetch, {ptr->getType()}),
+                 {ptr, b.getInt32(0), b.getInt32(3), b.getInt32(1)});
+  }
   Value *loadElem(DType dt, Value *ptr) {
     Value *v = b.CreateLoad(storageType(dt), ptr);
     if (dt == DType::Bool) return b.CreateICmpNE(v, b.getInt8(0));
