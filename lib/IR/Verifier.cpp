@@ -431,6 +431,10 @@ void NodeChecker::checkSpecial() {
   case Op::FUNCTION:
     if (u->src(0)->op != Op::TUPLE) error("body " + g_.describe(u->src(0)) + " must be a TUPLE");
     break;
+  case Op::PREFETCH: // (linearize's item: a hint that a buffer element is read soon)
+    if (u->src(0)->op != Op::INDEX || u->src(0)->nsrc != 2 || u->src(0)->src(0)->op != Op::PARAM)
+      error("PREFETCH of " + g_.describe(u->src(0)) + ": must be of an ungated INDEX into a buffer PARAM");
+    break;
   case Op::CALL: {
     Op b = u->src(0)->op;
     if (u->dtype == DType::Void && b != Op::SINK && b != Op::LINEAR && b != Op::PROGRAM && b != Op::COPY &&
