@@ -627,36 +627,14 @@ struct Linearizer {
     auto isOpen = [&](const UOp *q) {
       return std::any_of(stack.begin(), stack.end(), [&](const Block *b) { return b->key == q; });
     };
-    std::unordered_set<const UOp *> seen;
     for (const UOp *x : toposort(u->src(0))) {
-      if (x->op != Op::INDEX || x->nsrc != 2 || x->src(0)->op != Op::PARAM || isScalarParam(x->src(0)) || !seen.insert(x).second)
-        continue;
+      if (x->op != Op::INDEX || x->nsrc != 2 || x->src(0)->op != Op::PARAM || isScalarParam(x->src(0))) continue;
       const UOp *idx = x->src(1);
       auto step = indexStride(idx, r);
       int64_t elem = static_cast<int64_t>(dtypeSize(x->dtype));
       if (!step || *step <= 0 || *step > (int64_t(1) << 20)) continue;
       bool reused = std::any_of(lanes.begin(), lanes.end(), [&](const UOp *l) { return indexStride(idx, l) == std::optional<int64_t>(0); });
       if (!reused) continue;
-      // how often each value is read: once for each iteration of the open loops and the lanes it does not move
-      // with (a weight, once for every pixel). Read often, the stream is a small share of the time and stays in
-      // the caches: ResNet-50's 3x3 convolutions at 56x56 (3136 pixels) ran 5-9% slower with the prefetches
-      // (and DenseNet-121's), those at 7x7 (49) and 14x14 (196) 6-20% faster, in the network, 2 threads
-      // (the iterations of every open loop, of u's ranges and of its lanes, over the elements the read can reach)
-      __int128 iterations = 1;
-      bool counted = true;
-      auto count = [&](const UOp *q) {
-        auto b = q && q->op == Op::RANGE ? constBound(q->src(0)) : std::nullopt;
-        if (!b || *b < 1 || *b > (int64_t(1) << 40)) counted = false;
-        else iterations = std::min<__int128>(iterations * *b, __int128(1) << 100);
-      };
-      for (const Block *b : stack)
-        if (b->key && b->key->op == Op::RANGE) count(b->key);
-      for (const UOp *q : inner) count(q);
-      RangeInfo ri;
-      auto lo = ri.vmin(idx), hi = ri.vmax(idx);
-      if (!counted || hi < lo || iterations > __int128(kMaxPrefetchUses) * (hi - lo + 1)) continue;
-      // (and a stream much longer than the distance: a few KB of weights come from memory once, soon enough)
-      if ((hi - lo + 1) * elem < 4 * __int128(prefetchAhead)) continue;
       // the run one iteration of r reads: from idx with every inner range at 0, as long as r's step
       int64_t span = 1;
       bool run = true;
@@ -676,6 +654,26 @@ struct Linearizer {
       }
       int64_t bytes = *step * elem;
       if (!run || span != *step || bytes < 64 || bytes > 8192) continue;
+      // how often each value is read: the iterations of every open loop, of u's ranges and of its lanes, over
+      // the elements the read can reach (a weight: once for every pixel). Read often, the stream is a small share
+      // of the time and stays in the caches: ResNet-50's 3x3 convolutions at 56x56 (3136 pixels) ran 5-9% slower
+      // with the prefetches (and DenseNet-121's), those at 7x7 (49) and 14x14 (196) 6-20% faster, in the
+      // network, 2 threads
+      __int128 iterations = 1;
+      bool counted = true;
+      auto count = [&](const UOp *q) {
+        auto b = q && q->op == Op::RANGE ? constBound(q->src(0)) : std::nullopt;
+        if (!b || *b < 1 || *b > (int64_t(1) << 40)) counted = false;
+        else iterations = std::min<__int128>(iterations * *b, __int128(1) << 100);
+      };
+      for (const Block *b : stack)
+        if (b->key && b->key->op == Op::RANGE) count(b->key);
+      for (const UOp *q : inner) count(q);
+      RangeInfo ri;
+      auto lo = ri.vmin(idx), hi = ri.vmax(idx);
+      if (!counted || hi < lo || iterations > __int128(kMaxPrefetchUses) * (hi - lo + 1)) continue;
+      // (and a stream much longer than the distance: a few KB of weights come from memory once, soon enough)
+      if ((hi - lo + 1) * elem < 4 * __int128(prefetchAhead)) continue;
       int64_t ahead = (prefetchAhead + bytes - 1) / bytes * *step; // elements
       SymbolicCtx sc;
       const UOp *from = simplifyWith(c, substitute(c, idx, zero), symRules(), &sc);
