@@ -29,7 +29,8 @@
 //
 // Placement (what the C and LLVM emitters each decided before): a node is computed in the innermost open
 // loop among the ranges it depends on, so a value that does not depend on an inner loop is hoisted out of
-// it, and a REDUCE that does not depend on a store loop runs once per outer iteration; a REDUCE gets its
+// it (and, CPU, a costly value of a store that moves with inner lanes only, outside an outer lane loop, first
+// becomes an accumulator with those lanes: hoistLaneInvariants), and a REDUCE that does not depend on a store loop runs once per outer iteration; a REDUCE gets its
 // accumulator and its own loops at its level. A REDUCE with lanes (UPCAST ranges, which the optimizer
 // puts innermost) gets them inside its own loops: for k { for lane { acc[lane] += x } }, so each value
 // that does not move with a lane (a matmul's A[i, k] across j's lanes) is loaded once for all of them. A store runs in its END's ranges, then any other range its
