@@ -63,6 +63,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -237,14 +238,47 @@ struct Linearizer {
     stack.resize(t + 1);
     openSaved.resize(t);
     auto ranges = u->src().subspan(1);
-    for (size_t k = 0; k < ranges.size(); ++k) {
+    // (CPU: a reduction range cut at a concatenation's seams, each piece a loop of its own, in order)
+    size_t cutAt = ranges.size();
+    std::vector<int64_t> cuts;
+    for (size_t k = 0; k < ranges.size() && !gpu && splitSeams && cuts.empty(); ++k)
+      if ((cuts = seamsOf(u->src(0), ranges[k])).size()) cutAt = k;
+    for (size_t k = 0; k < ranges.size() && k < cutAt; ++k) {
       openLoop(ranges[k]);
       if (k == 0 && !gpu && prefetchAhead > 0) prefetchStreams(u, lanes);
     }
-    for (const UOp *r : lanes) openLoop(r);
-    emit(u->src(0));
-    stack.back()->add(c.make(Op::STORE, DType::Void, {u, u->src(0)}));
-    for (size_t k = 1; k < u->nsrc + lanes.size(); ++k) closeScope();
+    if (cutAt == ranges.size()) {
+      for (const UOp *r : lanes) openLoop(r);
+      emit(u->src(0));
+      stack.back()->add(c.make(Op::STORE, DType::Void, {u, u->src(0)}));
+      for (size_t k = 1; k < u->nsrc + lanes.size(); ++k) closeScope();
+    } else {
+      const UOp *r = ranges[cutAt];
+      int64_t n = static_cast<int64_t>(*constBound(r->src(0)));
+      cuts.insert(cuts.begin(), 0);
+      cuts.push_back(n);
+      SymbolicCtx sc;
+      for (size_t p = 0; p + 1 < cuts.size(); ++p) {
+        int64_t lo = cuts[p], hi = cuts[p + 1];
+        const UOp *piece = rangeLike(c, r, hi - lo, nextRange++, std::nullopt);
+        const UOp *at = lo ? c.make(Op::ADD, r->dtype, {piece, c.constInt(r->dtype, lo)}) : piece;
+        const UOp *body = simplifyWith(c, substitute(c, u->src(0), {{r, at}}), symRules(), &sc);
+        std::vector<const UOp *> src{body};
+        src.insert(src.end(), ranges.begin(), ranges.end());
+        src[1 + cutAt] = piece;
+        const UOp *pu = c.make(Op::REDUCE, u->dtype, src, u->arg, u->tag); // (what prefetchStreams reads)
+        analyze(pu);
+        for (size_t k = cutAt; k < ranges.size(); ++k) {
+          openLoop(src[1 + k]);
+          if (k == 0 && prefetchAhead > 0) prefetchStreams(pu, lanes);
+        }
+        for (const UOp *l : lanes) openLoop(l);
+        emit(body);
+        stack.back()->add(c.make(Op::STORE, DType::Void, {u, body}));
+        for (size_t k = cutAt; k < ranges.size() + lanes.size(); ++k) closeScope();
+      }
+      for (size_t k = 0; k < cutAt; ++k) closeScope();
+    }
     stack.insert(stack.end(), tail.begin(), tail.end());
     openSaved.insert(openSaved.end(), tailSaved.begin(), tailSaved.end());
     stack[t]->memo.insert(u);
@@ -609,6 +643,57 @@ struct Linearizer {
 
   int64_t threadMinWork = -1; ///< CPU: the least work split across threads (-1: never)
   int64_t prefetchAhead = 0;  ///< CPU: how many bytes ahead a register tile's weight stream is prefetched (0: none)
+  bool splitSeams = true;     ///< CPU: a reduction range cut at a concatenation's seams (seamsOf)
+  int64_t nextRange = 0;      ///< the number the next RANGE made here takes (above every range of the kernel)
+
+  /// The seams of reduction range r in REDUCE body `body` (CPU): the values 0 < K < n of r at which the
+  /// condition of a WHERE of the body that selects between reads of different buffers and depends on r alone
+  /// (no other range, no loaded data) changes its
+  /// truth, at most three, for a range of 2 to 4096 iterations; none otherwise. A concatenation read along a
+  /// reduction (SqueezeNet's squeeze layers and last convolution read their fire module's two halves) selects
+  /// between its parts' buffers by the channel: every step loaded an element of each and kept one. Cut there,
+  /// each piece is a loop of its own in which the select folds to one read; the accumulator's updates keep their
+  /// order (bitwise the same sums).
+  std::vector<int64_t> seamsOf(const UOp *body, const UOp *r) {
+    auto n = r->op == Op::RANGE && r->nsrc == 1 ? constBound(r->src(0)) : std::nullopt;
+    if (!n || *n < 2 || *n > 4096 || isUpcastRange(r)) return {};
+    // the buffers a value reads
+    auto buffers = [](const UOp *v) {
+      std::set<const UOp *> b;
+      for (const UOp *y : toposort(v))
+        if (y->op == Op::INDEX && y->src(0)->op == Op::PARAM) b.insert(y->src(0));
+      return b;
+    };
+    std::vector<const UOp *> conds;
+    for (const UOp *x : toposort(body)) {
+      if (x->op != Op::WHERE || x->src(0)->dtype != DType::Bool) continue;
+      // (a selection between reads of different buffers: a padding's WHERE(valid, x, 0) is the optimizer's to
+      // split, by its interiors)
+      auto a = buffers(x->src(1)), b = buffers(x->src(2));
+      if (a.empty() || b.empty() || a == b) continue;
+      const auto &fr = freeRanges.at(x->src(0));
+      if (fr.size() != 1 || fr[0] != r) continue;
+      bool data = false;
+      for (const UOp *y : toposort(x->src(0))) data = data || y->op == Op::INDEX || y->op == Op::LOAD;
+      if (!data && std::find(conds.begin(), conds.end(), x->src(0)) == conds.end()) conds.push_back(x->src(0));
+      if (conds.size() > 4) return {};
+    }
+    if (conds.empty()) return {};
+    std::vector<int64_t> cuts;
+    std::vector<int> prev;
+    for (int64_t i = 0; i < static_cast<int64_t>(*n); ++i) {
+      std::vector<int> now;
+      for (const UOp *cond : conds) {
+        const UOp *v = simplifyWith(c, substitute(c, cond, {{r, c.constInt(r->dtype, i)}}), symRules());
+        if (v->op != Op::CONST || !v->arg || (v->arg->kind != ArgKind::Bool && v->arg->kind != ArgKind::Int)) return {};
+        now.push_back(v->arg->kind == ArgKind::Bool ? v->arg->b() : v->arg->i() != 0);
+      }
+      if (i > 0 && now != prev) cuts.push_back(i);
+      if (cuts.size() > 3) return {};
+      prev = std::move(now);
+    }
+    return cuts;
+  }
   static constexpr int64_t kMaxPrefetchUses = 256; ///< a stream whose values are read more often is not prefetched
 
   /// A register tile's weight stream, prefetched (CPU): in the loop of REDUCE u's outermost reduction range r,
@@ -808,6 +893,8 @@ struct Linearizer {
         if (isBlockRange(u) || blockBufferOf(u)) failAt(u, "a GPU block's range or shared memory in a kernel linearized into loops (linearize without grid)");
     if (!gpu && threadMinWork >= 0) body = threadLoop(body, threadMinWork);
     if (!gpu) body = hoistLaneInvariants(body);
+    for (const UOp *x : toposort(body))
+      if (x->op == Op::RANGE) nextRange = std::max(nextRange, rangeNumber(x) + 1);
     Block top;
     stack = {&top};
     std::vector<StorePlan> plans;
@@ -844,11 +931,14 @@ void runLinearize(Graph &g, const PassContext &pc) {
   int64_t minWork = pc.intOption("thread-min-work", int64_t(1) << 17, 0, INT64_MAX);
   // a register tile's weight stream prefetched this many bytes ahead (prefetchStreams; 0: none)
   int64_t prefetch = pc.intOption("prefetch", 4096, 0, int64_t(1) << 20);
+  // a reduction range cut at a concatenation's seams (seamsOf; 0: not)
+  bool seams = pc.intOption("seams", 1, 0, 1) == 1;
   rewriteKernelBodies(g, [&](const UOp *call) {
     Linearizer l(c);
     l.gpu = gpu;
     l.threadMinWork = threads ? minWork : -1;
     l.prefetchAhead = prefetch;
+    l.splitSeams = seams;
     l.maxBlock = pc.target.gpuGrid ? std::max<int64_t>(1, pc.target.maxThreadsPerBlock) : 256;
     return l.run(call->src(0));
   });
