@@ -104,16 +104,20 @@ std::vector<std::string> appliedOpts(const UOp *sink) { return infoStrings(sink,
 
 std::vector<std::string> blockedArgs(const UOp *sink) { return infoStrings(sink, "blocked"); }
 
-const UOp *withBlockedArgs(Context &c, const UOp *sink, const std::vector<std::string> &entries) {
+const UOp *withInfoStrings(Context &c, const UOp *sink, std::string_view field, const std::vector<std::string> &entries) {
   std::vector<std::pair<std::string_view, const Arg *>> fields;
   const Arg *info = sink->arg;
   if (info && info->kind == ArgKind::Record)
     for (size_t k = 0; k < info->count; ++k)
-      if (info->keys()[k] != "blocked") fields.emplace_back(info->keys()[k], info->elems()[k]);
+      if (info->keys()[k] != field) fields.emplace_back(info->keys()[k], info->elems()[k]);
   std::vector<const Arg *> list;
   for (const std::string &e : entries) list.push_back(c.argString(e));
-  if (!list.empty()) fields.emplace_back("blocked", c.argTuple(list));
+  if (!list.empty()) fields.emplace_back(field, c.argTuple(list));
   return c.make(Op::SINK, sink->dtype, sink->src(), makeRecord(c, "KernelInfo", fields), sink->tag);
+}
+
+const UOp *withBlockedArgs(Context &c, const UOp *sink, const std::vector<std::string> &entries) {
+  return withInfoStrings(c, sink, "blocked", entries);
 }
 
 std::vector<const UOp *> accumulatorLanes(const UOp *reduce) {

@@ -12,6 +12,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -182,6 +183,8 @@ std::vector<std::string> appliedOpts(const UOp *sink);
 /// The arguments the blocked-layout pass laid out in blocks of channels for kernel SINK `sink` (its
 /// KernelInfo's blocked: "SLOT:L:P", argument SLOT in blocks of L channels of planes of P elements), in order.
 std::vector<std::string> blockedArgs(const UOp *sink);
+/// Kernel SINK `sink` with its KernelInfo's string-list field `field` set to `entries` (none: the field left out).
+const UOp *withInfoStrings(Context &c, const UOp *sink, std::string_view field, const std::vector<std::string> &entries);
 /// Kernel SINK `sink` with its KernelInfo's `blocked` field set to `entries` (none: the field left out).
 const UOp *withBlockedArgs(Context &c, const UOp *sink, const std::vector<std::string> &entries);
 

@@ -22,18 +22,18 @@
 // read happens (its gates assumed), the blocked index under the same gates: Inception v1 and v2 1-10% faster,
 // C and LLVM; with every plane size VGG-19's LLVM build ran 9-15% slower (its 224x224 to 56x56 layers), with
 // planes of at most 1024 (its 28x28 and 14x14 layers) as fast as in planes (docs/lowering.md).
-// A reader with no opts of its own (a max or average pool, one pixel at a time; a padding's copy) that reads the
-// buffer at chan*P + rest, chan one of its output loops, is given that loop's lanes here (laneReader:
-// upcast:A:L, innermost), so that it reads a pixel's L channels as one vector; it may then write its own output
-// in blocks the same way (a pool into SqueezeNet's next squeeze layer, a padding's copy into a 3x3
-// convolution) where its planes have at most `gated` elements. A padded pool's borders (the optimizer's
-// splits, its only opts) get the lanes too, its gated reads of the blocks whatever their planes' size: the
-// first convolutions of ResNet-50, DenseNet-121 and Inception v2 (into a padded 3x3 max pool, 112x112) 750 ->
-// 600 us, in the networks 1-4% (Inception v1 10.6 -> 10.2 ms, v2 13.4 -> 13.1). pools=0: none. Measured, C, 2 threads, 3 alternating rounds against pools=0: SqueezeNet
-// 2.79 -> 2.55 ms (its first convolution 313 -> 209 us: its 16 channels of a pixel one store, no longer 16
-// planes apart; the max pool after it 83 -> 50), DenseNet-121 21.7 -> 21.2, Inception v1 10.1 -> 9.9, v2
-// 12.8 -> 12.7, ResNet-50 alike. A buffer that a reader reads otherwise (a pool vectorized along the pixels),
-// that is written by more than one kernel or is no intermediate buffer keeps its planes. The writer and the readers record the choice in their KernelInfo:
+// A reader with no opts of its own but the optimizer's border splits (a max or average pool, one pixel at a
+// time; a padding's copy) that reads the buffer at chan*P + rest, chan one of its output loops, is given that
+// loop's lanes here (laneReader: upcast:A:L, innermost), so that it reads a pixel's L channels as one vector,
+// gated or not whatever the planes' size; it may then write its own output in blocks the same way (a pool into
+// SqueezeNet's next squeeze layer, a padding's copy into a 3x3 convolution) where its planes have at most
+// `gated` elements. pools=0: none. Measured, C, 2 threads, 3 alternating rounds: SqueezeNet 2.79 -> 2.55 ms
+// (its first convolution 313 -> 209 us, its 16 channels of a pixel one store, no longer 16 planes apart; the
+// max pool after it 83 -> 50), the first convolutions of ResNet-50, DenseNet-121 and Inception v2 (into a
+// padded 3x3 max pool at 112x112) 750 -> 600 us, Inception v1 10.6 -> 10.2 ms, v2 13.4 -> 13.1.
+// A buffer that a reader reads otherwise (a pool vectorized along the pixels), that is written by more than one
+// kernel or is no intermediate buffer keeps its planes. The writer and the readers record the choice in their
+// KernelInfo:
 // blocked=("SLOT:L:P", ...), the argument, its block of channels and its planes' elements.
 #include "IR/Error.h"
 #include "IR/Kernel.h"
@@ -181,19 +181,6 @@ double reductionTerms(const UOp *sink) {
   return most;
 }
 
-/// Kernel SINK `sink` with its KernelInfo's applied_opts `opts`.
-const UOp *withAppliedOpts(Context &c, const UOp *sink, const std::vector<std::string> &opts) {
-  std::vector<std::pair<std::string_view, const Arg *>> fields;
-  const Arg *info = sink->arg;
-  if (info && info->kind == ArgKind::Record)
-    for (size_t k = 0; k < info->count; ++k)
-      if (info->keys()[k] != "applied_opts") fields.emplace_back(info->keys()[k], info->elems()[k]);
-  std::vector<const Arg *> list;
-  for (const std::string &o : opts) list.push_back(c.argString(o));
-  fields.emplace_back("applied_opts", c.argTuple(list));
-  return c.make(Op::SINK, sink->dtype, sink->src(), makeRecord(c, "KernelInfo", fields), sink->tag);
-}
-
 /// A reader with no opts of its own but splits (a pooling layer: a max over a window of each channel's plane,
 /// one pixel at a time, its padded borders pieces of their own; a padding's copy) that reads argument `slot`
 /// at chan*P + rest with chan one of its output loops r of C iterations, a loop of every piece: the kernel with
@@ -245,7 +232,7 @@ const UOp *laneReader(Context &c, const UOp *sink, int64_t slot, int64_t P, int6
     ends.push_back(c.make(Op::END, e->dtype, src, e->arg, e->tag));
   }
   opts.push_back("upcast:" + std::to_string(axis) + ":" + std::to_string(L));
-  return withAppliedOpts(c, c.make(Op::SINK, sink->dtype, ends, sink->arg, sink->tag), opts);
+  return withInfoStrings(c, c.make(Op::SINK, sink->dtype, ends, sink->arg, sink->tag), "applied_opts", opts);
 }
 
 } // namespace
@@ -353,11 +340,10 @@ void runBlockedLayout(Graph &g, const PassContext &pc) {
         if (b && call == writer)
           for (const UOp *u : toposort(b->src(1)))
             if (u->op == Op::FLOORDIV || u->op == Op::FLOORMOD || u->op == Op::WHERE) b = nullptr;
-        if (b && lane) {
-          if (indexStride(b->src(1), lane, true) != std::optional<int64_t>(1)) b = nullptr;
-          for (const UOp *u : b ? toposort(b->src(1)) : std::vector<const UOp *>{})
+        if (b && lane && indexStride(b->src(1), lane, true) != std::optional<int64_t>(1)) b = nullptr;
+        if (b && lane)
+          for (const UOp *u : toposort(b->src(1)))
             if (u->op == Op::FLOORDIV || u->op == Op::FLOORMOD) b = nullptr;
-        }
         if (!b) {
           ok = false;
           break;

@@ -30,8 +30,9 @@
 // Placement (what the C and LLVM emitters each decided before): a node is computed in the innermost open
 // loop among the ranges it depends on, so a value that does not depend on an inner loop is hoisted out of
 // it (and, CPU, a costly value of a store that moves with inner lanes only, outside an outer lane loop, first
-// becomes an accumulator with those lanes: hoistLaneInvariants), and a REDUCE that does not depend on a store loop runs once per outer iteration; a REDUCE gets its
-// accumulator and its own loops at its level. A REDUCE with lanes (UPCAST ranges, which the optimizer
+// becomes an accumulator with those lanes: Linearize/Lanes.h), and a REDUCE that does not depend on a store
+// loop runs once per outer iteration; a REDUCE gets its accumulator and its own loops at its level (CPU: a
+// reduction range cut at a concatenation's seams, one loop per piece updating the one accumulator). A REDUCE with lanes (UPCAST ranges, which the optimizer
 // puts innermost) gets them inside its own loops: for k { for lane { acc[lane] += x } }, so each value
 // that does not move with a lane (a matmul's A[i, k] across j's lanes) is loaded once for all of them. A store runs in its END's ranges, then any other range its
 // operands use, by range number; a store over the same loops (and GPU threads) as the store before it
@@ -55,6 +56,7 @@
 #include "IR/Range.h"
 #include "IR/Records.h"
 #include "IR/Work.h"
+#include "Passes/Linearize/Lanes.h"
 #include "Passes/Passes.h"
 #include "Passes/Rewrite.h"
 #include "Passes/Symbolic/Symbolic.h"
@@ -63,7 +65,6 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -238,50 +239,54 @@ struct Linearizer {
     stack.resize(t + 1);
     openSaved.resize(t);
     auto ranges = u->src().subspan(1);
-    // (CPU: a reduction range cut at a concatenation's seams, each piece a loop of its own, in order)
-    size_t cutAt = ranges.size();
-    std::vector<int64_t> cuts;
-    for (size_t k = 0; k < ranges.size() && !gpu && splitSeams && cuts.empty(); ++k)
-      if ((cuts = seamsOf(u->src(0), ranges[k])).size()) cutAt = k;
-    for (size_t k = 0; k < ranges.size() && k < cutAt; ++k) {
+    // the REDUCEs whose loops update u's accumulator, in order: u itself, or (CPU) one per piece of a reduction
+    // range cut at a concatenation's seams (seamPieces), the ranges before the cut one opened once around them
+    size_t cutAt = 0;
+    std::vector<const UOp *> pieces{u};
+    for (size_t k = 0; k < ranges.size() && !gpu && splitSeams && pieces.size() == 1; ++k)
+      if (std::vector<int64_t> cuts = linearize::seamsOf(c, u->src(0), ranges[k], freeRanges); !cuts.empty())
+        cutAt = k, pieces = seamPieces(u, k, cuts);
+    for (size_t k = 0; k < cutAt; ++k) {
       openLoop(ranges[k]);
       if (k == 0 && !gpu && prefetchAhead > 0) prefetchStreams(u, lanes);
     }
-    if (cutAt == ranges.size()) {
-      for (const UOp *r : lanes) openLoop(r);
-      emit(u->src(0));
-      stack.back()->add(c.make(Op::STORE, DType::Void, {u, u->src(0)}));
-      for (size_t k = 1; k < u->nsrc + lanes.size(); ++k) closeScope();
-    } else {
-      const UOp *r = ranges[cutAt];
-      int64_t n = static_cast<int64_t>(*constBound(r->src(0)));
-      cuts.insert(cuts.begin(), 0);
-      cuts.push_back(n);
-      SymbolicCtx sc;
-      for (size_t p = 0; p + 1 < cuts.size(); ++p) {
-        int64_t lo = cuts[p], hi = cuts[p + 1];
-        const UOp *piece = rangeLike(c, r, hi - lo, nextRange++, std::nullopt);
-        const UOp *at = lo ? c.make(Op::ADD, r->dtype, {piece, c.constInt(r->dtype, lo)}) : piece;
-        const UOp *body = simplifyWith(c, substitute(c, u->src(0), {{r, at}}), symRules(), &sc);
-        std::vector<const UOp *> src{body};
-        src.insert(src.end(), ranges.begin(), ranges.end());
-        src[1 + cutAt] = piece;
-        const UOp *pu = c.make(Op::REDUCE, u->dtype, src, u->arg, u->tag); // (what prefetchStreams reads)
-        analyze(pu);
-        for (size_t k = cutAt; k < ranges.size(); ++k) {
-          openLoop(src[1 + k]);
-          if (k == 0 && prefetchAhead > 0) prefetchStreams(pu, lanes);
-        }
-        for (const UOp *l : lanes) openLoop(l);
-        emit(body);
-        stack.back()->add(c.make(Op::STORE, DType::Void, {u, body}));
-        for (size_t k = cutAt; k < ranges.size() + lanes.size(); ++k) closeScope();
+    for (const UOp *p : pieces) {
+      auto own = p->src().subspan(1);
+      for (size_t k = cutAt; k < own.size(); ++k) {
+        openLoop(own[k]);
+        if (k == 0 && !gpu && prefetchAhead > 0) prefetchStreams(p, lanes);
       }
-      for (size_t k = 0; k < cutAt; ++k) closeScope();
+      for (const UOp *r : lanes) openLoop(r);
+      emit(p->src(0));
+      stack.back()->add(c.make(Op::STORE, DType::Void, {u, p->src(0)}));
+      for (size_t k = cutAt; k < own.size() + lanes.size(); ++k) closeScope();
     }
+    for (size_t k = 0; k < cutAt; ++k) closeScope();
     stack.insert(stack.end(), tail.begin(), tail.end());
     openSaved.insert(openSaved.end(), tailSaved.begin(), tailSaved.end());
     stack[t]->memo.insert(u);
+  }
+
+  /// REDUCE u's pieces at its reduction range k's seams `cuts` (linearize::seamsOf): per piece [lo, hi) a REDUCE
+  /// like u over a range of hi - lo iterations in range k's place, its body u's with that range at lo + it,
+  /// simplified (the select of the piece's part folded to one read).
+  std::vector<const UOp *> seamPieces(const UOp *u, size_t k, std::vector<int64_t> cuts) {
+    const UOp *r = u->src(1 + k);
+    cuts.insert(cuts.begin(), 0);
+    cuts.push_back(static_cast<int64_t>(*constBound(r->src(0))));
+    SymbolicCtx sc;
+    std::vector<const UOp *> pieces;
+    for (size_t p = 0; p + 1 < cuts.size(); ++p) {
+      int64_t lo = cuts[p], hi = cuts[p + 1];
+      const UOp *piece = rangeLike(c, r, hi - lo, nextRange++, std::nullopt);
+      const UOp *at = lo ? c.make(Op::ADD, r->dtype, {piece, c.constInt(r->dtype, lo)}) : piece;
+      std::vector<const UOp *> src(u->src().begin(), u->src().end());
+      src[0] = simplifyWith(c, substitute(c, u->src(0), {{r, at}}), symRules(), &sc);
+      src[1 + k] = piece;
+      pieces.push_back(c.make(Op::REDUCE, u->dtype, src, u->arg, u->tag));
+      analyze(pieces.back());
+    }
+    return pieces;
   }
 
   // ---- statements ---------------------------------------------------------------------------------
@@ -646,54 +651,6 @@ struct Linearizer {
   bool splitSeams = true;     ///< CPU: a reduction range cut at a concatenation's seams (seamsOf)
   int64_t nextRange = 0;      ///< the number the next RANGE made here takes (above every range of the kernel)
 
-  /// The seams of reduction range r in REDUCE body `body` (CPU): the values 0 < K < n of r at which the
-  /// condition of a WHERE of the body that selects between reads of different buffers and depends on r alone
-  /// (no other range, no loaded data) changes its
-  /// truth, at most three, for a range of 2 to 4096 iterations; none otherwise. A concatenation read along a
-  /// reduction (SqueezeNet's squeeze layers and last convolution read their fire module's two halves) selects
-  /// between its parts' buffers by the channel: every step loaded an element of each and kept one. Cut there,
-  /// each piece is a loop of its own in which the select folds to one read; the accumulator's updates keep their
-  /// order (bitwise the same sums).
-  std::vector<int64_t> seamsOf(const UOp *body, const UOp *r) {
-    auto n = r->op == Op::RANGE && r->nsrc == 1 ? constBound(r->src(0)) : std::nullopt;
-    if (!n || *n < 2 || *n > 4096 || isUpcastRange(r)) return {};
-    // the buffers a value reads
-    auto buffers = [](const UOp *v) {
-      std::set<const UOp *> b;
-      for (const UOp *y : toposort(v))
-        if (y->op == Op::INDEX && y->src(0)->op == Op::PARAM) b.insert(y->src(0));
-      return b;
-    };
-    std::vector<const UOp *> conds;
-    for (const UOp *x : toposort(body)) {
-      if (x->op != Op::WHERE || x->src(0)->dtype != DType::Bool) continue;
-      // (a selection between reads of different buffers: a padding's WHERE(valid, x, 0) is the optimizer's to
-      // split, by its interiors)
-      auto a = buffers(x->src(1)), b = buffers(x->src(2));
-      if (a.empty() || b.empty() || a == b) continue;
-      const auto &fr = freeRanges.at(x->src(0));
-      if (fr.size() != 1 || fr[0] != r) continue;
-      bool data = false;
-      for (const UOp *y : toposort(x->src(0))) data = data || y->op == Op::INDEX || y->op == Op::LOAD;
-      if (!data && std::find(conds.begin(), conds.end(), x->src(0)) == conds.end()) conds.push_back(x->src(0));
-      if (conds.size() > 4) return {};
-    }
-    if (conds.empty()) return {};
-    std::vector<int64_t> cuts;
-    std::vector<int> prev;
-    for (int64_t i = 0; i < static_cast<int64_t>(*n); ++i) {
-      std::vector<int> now;
-      for (const UOp *cond : conds) {
-        const UOp *v = simplifyWith(c, substitute(c, cond, {{r, c.constInt(r->dtype, i)}}), symRules());
-        if (v->op != Op::CONST || !v->arg || (v->arg->kind != ArgKind::Bool && v->arg->kind != ArgKind::Int)) return {};
-        now.push_back(v->arg->kind == ArgKind::Bool ? v->arg->b() : v->arg->i() != 0);
-      }
-      if (i > 0 && now != prev) cuts.push_back(i);
-      if (cuts.size() > 3) return {};
-      prev = std::move(now);
-    }
-    return cuts;
-  }
   static constexpr int64_t kMaxPrefetchUses = 256; ///< a stream whose values are read more often is not prefetched
 
   /// A register tile's weight stream, prefetched (CPU): in the loop of REDUCE u's outermost reduction range r,
@@ -797,102 +754,16 @@ struct Linearizer {
     }
   }
 
-  /// CPU: per store, each maximal part of its value (outside reductions) that computes a square root, a
-  /// reciprocal, an exponential, a logarithm, a sine, a division or a power from values that move, among the
-  /// store's loops from its first lane on, only with lanes (UPCAST ranges) it depends on, while a lane loop
-  /// it does not depend on runs outside one it does: that part becomes REDUCE(MUL) over no range, an
-  /// accumulator with those lanes, 1 * x = x exactly (NaN, infinities and -0 alike). linearize computes it
-  /// once, at the level of its other ranges, in a loop over its lanes, and the store reads it per lane. A
-  /// batch norm's 1 / sqrt(var + eps) in a channel tile's epilogue (pixels x channels, the channels the inner
-  /// lanes) was computed once per pixel, 14 times a channel: Inception v2's 3x3 convolution 64 -> 192 at
-  /// 56x56, one thread, 3750 -> 3450 us (removing its epilogue's arithmetic altogether: 3305).
-  const UOp *hoistLaneInvariants(const UOp *body) {
-    static const Op kCostly[] = {Op::SQRT, Op::RECIPROCAL, Op::EXP2, Op::LOG2, Op::SIN, Op::FDIV, Op::POW};
-    auto costly = [](const UOp *u) { return std::find(std::begin(kCostly), std::end(kCostly), u->op) != std::end(kCostly); };
-    const Arg *mul = c.argTuple({c.argOp(Op::MUL), c.argInt(0)});
-    std::vector<const UOp *> ends;
-    bool changed = false;
-    for (const UOp *e : body->src()) {
-      ends.push_back(e);
-      if (e->op != Op::END || e->nsrc < 3 || e->src(0)->op != Op::STORE) continue;
-      auto loops = e->src().subspan(1);
-      size_t firstLane = loops.size();
-      for (size_t k = 0; k < loops.size(); ++k)
-        if (isUpcastRange(loops[k]) && firstLane == loops.size()) firstLane = k;
-      if (loops.size() - firstLane < 2) continue;
-      auto posOf = [&](const UOp *r) { return static_cast<size_t>(std::find(loops.begin(), loops.end(), r) - loops.begin()); };
-      // what a node's cone holds: a costly op, a reduction, a read (memo: the walk below visits each once)
-      std::unordered_map<const UOp *, bool> hasCostly;
-      auto coneCostly = [&](const UOp *root) {
-        std::vector<std::pair<const UOp *, size_t>> work{{root, 0}};
-        while (!work.empty()) {
-          auto &[x, i] = work.back();
-          if (hasCostly.count(x)) {
-            work.pop_back();
-            continue;
-          }
-          if (x->op == Op::REDUCE || i == x->nsrc) {
-            bool h = x->op != Op::REDUCE && costly(x);
-            if (x->op != Op::REDUCE)
-              for (const UOp *s : x->src()) h = h || hasCostly[s];
-            hasCostly[x] = h;
-            work.pop_back();
-            continue;
-          }
-          work.push_back({x->src(i++), 0});
-        }
-        return hasCostly[root];
-      };
-      auto qualifies = [&](const UOp *x) {
-        if (!isFloat(x->dtype) || x->op == Op::REDUCE || !coneCostly(x)) return false;
-        std::vector<size_t> lanes;
-        for (const UOp *r : freeRanges.at(x)) {
-          size_t p = posOf(r);
-          if (p == loops.size()) return false; // (a range of no loop of the store: a reduction's)
-          if (p >= firstLane) {
-            if (!isUpcastRange(r)) return false;
-            lanes.push_back(p);
-          }
-        }
-        if (lanes.empty()) return false;
-        size_t deepest = *std::max_element(lanes.begin(), lanes.end());
-        for (size_t p = firstLane; p < deepest; ++p)
-          if (isUpcastRange(loops[p]) && std::find(lanes.begin(), lanes.end(), p) == lanes.end()) return true;
-        return false;
-      };
-      std::unordered_map<const UOp *, const UOp *> sub;
-      std::unordered_set<const UOp *> seen;
-      std::vector<const UOp *> work{e->src(0)->src(1)};
-      while (!work.empty()) {
-        const UOp *x = work.back();
-        work.pop_back();
-        if (!seen.insert(x).second || x->op == Op::REDUCE) continue;
-        if (qualifies(x)) {
-          sub[x] = c.make(Op::REDUCE, x->dtype, {x}, mul);
-          continue;
-        }
-        for (const UOp *s : x->src()) work.push_back(s);
-      }
-      if (sub.empty()) continue;
-      const UOp *st = e->src(0);
-      std::vector<const UOp *> src(e->src().begin(), e->src().end());
-      src[0] = c.make(Op::STORE, st->dtype, {st->src(0), substitute(c, st->src(1), sub)}, st->arg, st->tag);
-      ends.back() = c.make(Op::END, e->dtype, src, e->arg, e->tag);
-      changed = true;
-    }
-    if (!changed) return body;
-    const UOp *out = c.make(body->op, body->dtype, ends, body->arg, body->tag);
-    analyze(out);
-    return out;
-  }
-
   const UOp *run(const UOp *body) {
     analyze(body);
     if (!gpu)
       for (const UOp *u : toposort(body))
         if (isBlockRange(u) || blockBufferOf(u)) failAt(u, "a GPU block's range or shared memory in a kernel linearized into loops (linearize without grid)");
     if (!gpu && threadMinWork >= 0) body = threadLoop(body, threadMinWork);
-    if (!gpu) body = hoistLaneInvariants(body);
+    if (!gpu) {
+      const UOp *hoisted = linearize::hoistLaneInvariants(c, body, freeRanges);
+      if (hoisted != body) analyze(body = hoisted);
+    }
     for (const UOp *x : toposort(body))
       if (x->op == Op::RANGE) nextRange = std::max(nextRange, rangeNumber(x) + 1);
     Block top;

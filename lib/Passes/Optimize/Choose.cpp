@@ -755,7 +755,7 @@ std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target
       if (opts) return *opts;
     }
   }
-  // the vector axis
+  // the vector axis (a loop no whole vectors divide, 55 pixels a row, cut at its last whole vector like an interior)
   std::optional<size_t> va;
   size_t best = 0;
   for (size_t a = 0; a < s.axes.size(); ++a) {
@@ -815,9 +815,6 @@ std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target
         if (interior[a]) opts.push_back({Opt::Split, a, interior[a]->first, interior[a]->second});
     return opts;
   }
-  // (a loop that no whole vectors divide, 55 pixels a row, cut at its last whole vector like an interior, the
-  // rest a piece of its own: Inception v1's and AlexNet's local response normalizations, a 5-term sum a pixel,
-  // had no tile and ran one pixel at a time)
   if (!interior[*va] && !laneAmount(sizes[*va], vec, false)) interior[*va] = {0, sizes[*va]};
   int64_t vAmount = laneAmount(sizes[*va], vec, interior[*va].has_value());
   if (interior[*va]) { // an interior of whole vectors; the rest is border
