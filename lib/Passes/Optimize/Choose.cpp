@@ -724,20 +724,37 @@ std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target
     // the channel tile: their vector tile had 4 lanes, 2.5x slower.
     if (shortRow && !padded && groups)
       for (size_t a = s.axes.size() - 1; a-- > 0;)
-        if (int64_t merged = s.sizes[a] * s.sizes[a + 1]; merged >= 8 * vec && merged % (2 * vec) == 0 && mergeable(s, strides, a))
-          if (auto m = mergedShape(c, s, a)) {
+        if (int64_t merged = s.sizes[a] * s.sizes[a + 1]; merged >= 8 * vec && merged % (2 * vec) == 0 && mergeable(s, strides, a)) {
+          // (the tile of a merged shape, less its blocks: the merged loop's own block below, by the tile's
+          // lanes, in place of a panel's; with its lanes along the merged loop, 0 where it is no plain tile)
+          auto tileOf = [&](const std::optional<Shape> &m) -> std::pair<std::vector<Opt>, int64_t> {
+            if (!m) return {{}, 0};
             std::vector<Opt> tile = chooseOpts(c, *m, target, false, false, false);
-            // (the merged loop's own block below, by the tile's lanes, in place of a panel's)
             tile.erase(std::remove_if(tile.begin(), tile.end(), [](const Opt &o) { return o.kind == Opt::Block; }), tile.end());
             auto up = std::find_if(tile.begin(), tile.end(), [&](const Opt &o) { return o.kind == Opt::Upcast && o.axis == a; });
             bool plain = std::all_of(tile.begin(), tile.end(), [](const Opt &o) { return o.kind == Opt::Upcast || o.kind == Opt::Unroll; });
-            if (up != tile.end() && plain && up->amount >= 2 * vec) {
-              std::vector<Opt> opts{{Opt::Merge, a, 1, 0}};
-              if (up->amount < merged) opts.push_back({Opt::Block, a, up->amount, 0});
-              opts.insert(opts.end(), tile.begin(), tile.end());
-              return opts;
-            }
-          }
+            return {tile, up != tile.end() && plain ? up->amount : 0};
+          };
+          std::optional<Shape> m = mergedShape(c, s, a);
+          auto [tile, lanes] = tileOf(m);
+          if (lanes < 2 * vec) continue;
+          // pixels of an odd number of the tile's lanes (28x28: 784 = 48 x 16 + 16) cut where twice as many
+          // lanes divide them, the rest a piece of its own, where the piece's tile is the wider (one vector's
+          // tile loads a broadcast weight a multiply-add: ResNet-50's 1x1 convolutions 128 -> 512 at 28x28, 2
+          // threads, in the network, 464-480 -> 368-372 us); whole vectors only (a 1x1 convolution 32 -> 64 at
+          // 28x28 whose piece took 24 lanes, 8 + 8 + 8 where its vectors are 16, ran 20 -> 94 us)
+          int64_t main = merged / (2 * lanes) * (2 * lanes);
+          if (main >= 8 * vec && main < merged) {
+            auto [wide, wideLanes] = tileOf(pieceShape(c, *m, a, 0, main));
+            if (wideLanes > lanes && wideLanes % lanes == 0) tile = wide, lanes = wideLanes;
+            else main = merged;
+          } else main = merged;
+          std::vector<Opt> opts{{Opt::Merge, a, 1, 0}};
+          if (main < merged) opts.push_back({Opt::Split, a, 0, main});
+          if (lanes < main) opts.push_back({Opt::Block, a, lanes, 0});
+          opts.insert(opts.end(), tile.begin(), tile.end());
+          return opts;
+        }
     if (shortRow || padded) {
       std::optional<std::vector<Opt>> opts = chooseChannelTile(c, s, strides, interior, vec, target);
       // (no channel tile or one of under a vector of lanes, channels none of them divide: the pixels' vector
