@@ -36,7 +36,8 @@ std::vector<Opt> choosePartial(const Shape &s, int64_t vec) {
     if (!ok) continue;
     for (int64_t amt : {2 * vec, vec})
       if (static_cast<int64_t>(*n) % amt == 0 && static_cast<int64_t>(*n) > amt) {
-        // 4 output rows at a time, for a vector out (every other output loop of size 1). A matrix-vector
+        // 4 output rows at a time (8 where a read is shared by them), for a vector out (every other output loop
+        // of size 1). A matrix-vector
         // product (a fully connected layer at batch 1): the 4 rows share each loaded slice of the vector (a
         // read that does not move along the rows), where one row at a time loads it again per row; uopc --tune
         // kept upcast:0:4 (or 8) on AlexNet's and ZFNet-512's, both targets, 1.14-1.24x each. A row reduction
@@ -53,13 +54,18 @@ std::vector<Opt> choosePartial(const Shape &s, int64_t vec) {
         if (opts.empty())
           for (size_t a = 0; a < s.axes.size(); ++a) {
             if (!vectorOut(a)) continue;
-            bool moving = false;
+            bool moving = false, shared = false;
             for (const UOp *rd : s.reads) {
               auto along = indexStride(rd->src(1), s.axes[a]);
               moving = moving || (along && *along != 0);
+              shared = shared || along == std::optional<int64_t>(0);
             }
-            if (moving && s.sizes[a] % 4 == 0 && s.sizes[a] >= 64) {
-              opts.push_back({Opt::Upcast, a, 4});
+            // (8 rows where a read is shared by them, a matrix-vector product: uopc --tune took upcast:0:8 on
+            // AlexNet's and ShuffleNet's classifiers; alternating, 2 threads, C, AlexNet's 9216 -> 4096 3695 ->
+            // 3548 us, 4096 -> 4096 1675 -> 1587, ZFNet-512's 8170 -> 7779, the small ones within noise)
+            int64_t rows = shared && s.sizes[a] % 8 == 0 ? 8 : 4;
+            if (moving && s.sizes[a] % rows == 0 && s.sizes[a] >= 64) {
+              opts.push_back({Opt::Upcast, a, rows});
               break;
             }
           }
