@@ -184,6 +184,7 @@ manifest::Manifest manifestOf(const Schedule &s, Target target, const std::vecto
       j.local = artifacts.at(i).local;
       j.parallel = kernelParallel(st.call);
       j.parallelWork = kernelParallelWork(st.call);
+      j.splitShares = kernelSplitByShares(st.call);
       j.opts = appliedOpts(kernelSink(st.call));
       j.blocked = blockedArgs(kernelSink(st.call));
       if (optsFrom) j.optsFrom = optsFromOf(*optsFrom, j.kernel);

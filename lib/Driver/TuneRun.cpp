@@ -182,6 +182,7 @@ Steps prepare(Module &m, const std::vector<size_t> &which, const std::string &cp
     Steps::One one;
     one.parallel = kernelParallel(st.call);
     one.parallelWork = kernelParallelWork(st.call);
+    one.splitShares = kernelSplitByShares(st.call);
     one.once = st.once;
     KernelABI abi = KernelABI::of(st.call, "tune");
     for (size_t a = 0; a < st.args.size(); ++a) {
@@ -265,8 +266,8 @@ void runSteps(Steps &g, std::map<BufKey, Mem> &mem, ThreadPool &pool, bool withO
       s.entry(bufs.data(), nullptr);
       continue;
     }
-    // (as uopc-run runs it: chunks of like work, each thread taking the next one when it is done, on the
-    // same spinning pool)
+    // (as uopc-run runs it: chunks of like work, in turns or by shares (runChunks), on the same spinning
+    // pool)
     int64_t n = s.parallel, parts = std::min<int64_t>(pool.size(), n);
     if (parts <= 1) {
       int64_t v[2] = {0, n};
@@ -274,13 +275,9 @@ void runSteps(Steps &g, std::map<BufKey, Mem> &mem, ThreadPool &pool, bool withO
       continue;
     }
     std::vector<int64_t> cuts = manifest::splitChunks(n, parts, manifest::kChunksPerThread, s.parallelWork);
-    std::atomic<size_t> next{0};
-    pool.run([&](int) {
-      int64_t v[2];
-      for (size_t c; (c = next.fetch_add(1, std::memory_order_relaxed)) + 1 < cuts.size();) {
-        v[0] = cuts[c], v[1] = cuts[c + 1];
-        s.entry(bufs.data(), v);
-      }
+    runChunks(pool, cuts, s.splitShares, [&](int64_t lo, int64_t hi) {
+      int64_t v[2] = {lo, hi};
+      s.entry(bufs.data(), v);
     });
   }
 }

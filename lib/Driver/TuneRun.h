@@ -83,6 +83,7 @@ struct Steps {
     std::vector<BufKey> args;
     int64_t parallel = 0;
     std::vector<std::pair<int64_t, int64_t>> parallelWork; ///< (manifest::Step's)
+    bool splitShares = false;                               ///< (manifest::Step's)
     bool once = false;
   };
   std::vector<One> steps;

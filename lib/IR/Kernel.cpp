@@ -200,4 +200,13 @@ std::optional<int64_t> indexStride(const UOp *root, const UOp *r, bool throughSe
   return done[root];
 }
 
+bool kernelSplitByShares(const UOp *call) {
+  if (kernelParallel(call) == 0) return false;
+  const UOp *sink = kernelSink(call);
+  if (!sink) return false;
+  for (const std::string &o : appliedOpts(sink))
+    if (o.rfind("relayout:", 0) == 0) return false;
+  return true;
+}
+
 } // namespace uopc

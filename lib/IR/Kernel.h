@@ -180,6 +180,13 @@ std::optional<int64_t> indexStride(const UOp *index, const UOp *range, bool thro
 
 /// The opts the optimize pass applied to kernel SINK `sink` (its KernelInfo's applied_opts), in order.
 std::vector<std::string> appliedOpts(const UOp *sink);
+/// Whether the threads of a split kernel (kernelParallel) should each take their own share of its loop's
+/// chunks first ("split": "shares" in the manifest) rather than the next chunk in turns: a kernel whose
+/// tile re-lays out no weights for a channel tile (no relayout opt: merged 1x1 tiles, grouped and depthwise
+/// convolutions, pools, elementwise kernels), each of whose chunks reads the part of its input the kernel
+/// before wrote on the same thread. A dense convolution's channel tile (relayout) keeps the turns, in which
+/// both threads work on one channel tile's rows at once.
+bool kernelSplitByShares(const UOp *call);
 /// The arguments the blocked-layout pass laid out in blocks of channels for kernel SINK `sink` (its
 /// KernelInfo's blocked: "SLOT:L:P", argument SLOT in blocks of L channels of planes of P elements), in order.
 std::vector<std::string> blockedArgs(const UOp *sink);

@@ -305,6 +305,7 @@ std::string toJson(const Manifest &m) {
       if (s.global) e["global"] = *s.global;
       if (s.local) e["local"] = *s.local;
       if (s.parallel) e["parallel"] = s.parallel;
+      if (s.splitShares) e["split"] = "shares";
       if (!s.parallelWork.empty()) {
         Json w = Json::array();
         for (auto [n, work] : s.parallelWork) w.push_back(Json::array({n, work}));

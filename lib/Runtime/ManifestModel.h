@@ -109,6 +109,9 @@ struct Step {
   /// {iterations, work of one iteration}, so that each thread gets a like share of the work (splitPoint);
   /// empty: every iteration alike. Written as "parallel_work"; the iterations add up to `parallel`.
   std::vector<std::pair<int64_t, int64_t>> parallelWork;
+  /// CPU, a split kernel: each thread takes its own share of the chunks first (runChunks), rather than the
+  /// next chunk in turns. Written as "split": "shares" (absent: "turns").
+  bool splitShares = false;
   std::vector<std::string> opts; ///< the optimize pass's applied_opts for this kernel ("upcast:1:16")
   /// Where they came from (uopc --tune, --tune-db; "" when not said): "heuristic" (optimize's level-2
   /// choice), "hand" (--kernel-opts), "search" (a tuning database entry a timed search wrote), "database" (an
@@ -158,8 +161,8 @@ struct Step {
 /// elements differed between 1 and 2 threads on C and on LLVM before). 256 is a multiple of every vector
 /// width times the compilers' interleave (16 floats x 4 on AVX-512; 64 bytes x 4).
 int64_t splitPoint(int64_t n, int64_t parts, int64_t t, const std::vector<std::pair<int64_t, int64_t>> &work = {});
-/// The chunks a split loop of n iterations is run in by `parts` threads, each taking the next chunk when it is
-/// done with one (uopc-run): about perPart chunks per thread, each about as much work (as splitPoint cuts,
+/// The chunks a split loop of n iterations is run in by `parts` threads (uopc-run, in turns or by shares:
+/// ThreadPool.h's runChunks): about perPart chunks per thread, each about as much work (as splitPoint cuts,
 /// multiples of 256 iterations on the same condition): 0 = cuts[0] < cuts[1] < ... < cuts.back() = n.
 /// uopc-run's chunks a thread (splitChunks' perPart; uopc --tune times kernels the same way). 1 and 4 were within
 /// this shared machine's noise of each other on DenseNet-121, SqueezeNet and ShuffleNet (2 threads,

@@ -479,6 +479,12 @@ struct Reader {
       st.parallel = intField(s, "parallel", where, 2);
       if (st.parallel > INT32_MAX) fail("manifest: " + where + ".parallel is above 2^31 - 1");
     }
+    if (const Json *sp = optField(s, "split")) {
+      if (!st.parallel) fail("manifest: " + where + ".split without 'parallel'");
+      if (!sp->is_string() || (sp->get<std::string>() != "shares" && sp->get<std::string>() != "turns"))
+        fail("manifest: " + where + ".split is not \"shares\" or \"turns\"");
+      st.splitShares = sp->get<std::string>() == "shares";
+    }
     if (const Json *w = optField(s, "parallel_work")) {
       if (!st.parallel) fail("manifest: " + where + ".parallel_work without 'parallel'");
       if (!w->is_array() || w->size() < 2 || w->size() > 4096)

@@ -326,8 +326,9 @@ public:
           entries_[i](bufs.data(), vals.data());
         } else {
           // the split loop's iterations [0, parallel) in chunks of like work (kChunksPerThread per thread),
-          // each thread taking the next one when it is done: the work estimates are rough (a concatenation's
-          // copy piece against a register tile's rows) and a thread of a shared machine may run slower
+          // taken in turns or by shares (the manifest's "split": runChunks); either way a thread that is done
+          // takes what is left: the work estimates are rough (a concatenation's copy piece against a register
+          // tile's rows) and a thread of a shared machine may run slower
           int64_t n = s.parallel, parts = std::min<int64_t>(pool_.size(), n);
           Entry entry = entries_[i];
           if (parts <= 1) {
@@ -336,15 +337,10 @@ public:
             entry(bufs.data(), v.data());
           } else {
             std::vector<int64_t> cuts = manifest::splitChunks(n, parts, manifest::kChunksPerThread, s.parallelWork);
-            std::atomic<size_t> next{0};
-            pool_.run([&](int) {
+            runChunks(pool_, cuts, s.splitShares, [&](int64_t lo, int64_t hi) {
               std::vector<int64_t> v(vals);
-              v.resize(vals.size() + 2);
-              for (size_t c; (c = next.fetch_add(1, std::memory_order_relaxed)) + 1 < cuts.size();) {
-                v[vals.size()] = cuts[c];
-                v[vals.size() + 1] = cuts[c + 1];
-                entry(bufs.data(), v.data());
-              }
+              v.insert(v.end(), {lo, hi});
+              entry(bufs.data(), v.data());
             });
           }
         }

@@ -95,4 +95,22 @@ private:
   std::atomic<bool> stop_{false};
 };
 
+/// Runs a split loop's chunks [cuts[c], cuts[c + 1]) on the pool's threads, chunk(lo, hi) each: in turns
+/// (each thread the next chunk no thread took yet), or with `shares` each thread its own share of consecutive
+/// chunks first (the t-th of size() runs), then what is left of the others' (the manifest's "split": IR/Kernel.h's
+/// kernelSplitByShares). Either way a thread that is done early takes what a slow one left.
+template <class F> void runChunks(ThreadPool &pool, const std::vector<int64_t> &cuts, bool shares, F chunk) {
+  size_t chunks = cuts.size() - 1, threads = static_cast<size_t>(pool.size());
+  std::vector<std::atomic<size_t>> taken(threads); // per share, how many of its chunks were taken
+  for (std::atomic<size_t> &t : taken) t.store(0, std::memory_order_relaxed);
+  auto firstOf = [&](size_t s) { return shares ? chunks * s / threads : s == 0 ? 0 : chunks; };
+  auto endOf = [&](size_t s) { return shares ? chunks * (s + 1) / threads : chunks; };
+  pool.run([&](int self) {
+    for (size_t k = 0; k < threads; ++k) {
+      size_t share = (static_cast<size_t>(self) + k) % threads, first = firstOf(share), end = endOf(share);
+      for (size_t c; (c = first + taken[share].fetch_add(1, std::memory_order_relaxed)) < end;) chunk(cuts[c], cuts[c + 1]);
+    }
+  });
+}
+
 } // namespace uopc
