@@ -275,7 +275,7 @@ void runSteps(Steps &g, std::map<BufKey, Mem> &mem, ThreadPool &pool, bool withO
       continue;
     }
     std::vector<int64_t> cuts = manifest::splitChunks(n, parts, manifest::kChunksPerThread, s.parallelWork);
-    runChunks(pool, cuts, s.splitShares, [&](int64_t lo, int64_t hi) {
+    runChunks(pool, cuts, s.splitShares, [&](int, int64_t lo, int64_t hi) {
       int64_t v[2] = {lo, hi};
       s.entry(bufs.data(), v);
     });

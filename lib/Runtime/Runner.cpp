@@ -337,9 +337,12 @@ public:
             entry(bufs.data(), v.data());
           } else {
             std::vector<int64_t> cuts = manifest::splitChunks(n, parts, manifest::kChunksPerThread, s.parallelWork);
-            runChunks(pool_, cuts, s.splitShares, [&](int64_t lo, int64_t hi) {
-              std::vector<int64_t> v(vals);
-              v.insert(v.end(), {lo, hi});
+            std::vector<std::vector<int64_t>> args(static_cast<size_t>(pool_.size()), vals); // per thread
+            for (std::vector<int64_t> &a : args) a.resize(vals.size() + 2);
+            runChunks(pool_, cuts, s.splitShares, [&](int thread, int64_t lo, int64_t hi) {
+              std::vector<int64_t> &v = args[static_cast<size_t>(thread)];
+              v[vals.size()] = lo;
+              v[vals.size() + 1] = hi;
               entry(bufs.data(), v.data());
             });
           }

@@ -95,7 +95,7 @@ private:
   std::atomic<bool> stop_{false};
 };
 
-/// Runs a split loop's chunks [cuts[c], cuts[c + 1]) on the pool's threads, chunk(lo, hi) each: in turns
+/// Runs a split loop's chunks [cuts[c], cuts[c + 1]) on the pool's threads, chunk(thread, lo, hi) each: in turns
 /// (each thread the next chunk no thread took yet), or with `shares` each thread its own share of consecutive
 /// chunks first (the t-th of size() runs), then what is left of the others' (the manifest's "split": IR/Kernel.h's
 /// kernelSplitByShares). Either way a thread that is done early takes what a slow one left.
@@ -108,7 +108,7 @@ template <class F> void runChunks(ThreadPool &pool, const std::vector<int64_t> &
   pool.run([&](int self) {
     for (size_t k = 0; k < threads; ++k) {
       size_t share = (static_cast<size_t>(self) + k) % threads, first = firstOf(share), end = endOf(share);
-      for (size_t c; (c = first + taken[share].fetch_add(1, std::memory_order_relaxed)) < end;) chunk(cuts[c], cuts[c + 1]);
+      for (size_t c; (c = first + taken[share].fetch_add(1, std::memory_order_relaxed)) < end;) chunk(self, cuts[c], cuts[c + 1]);
     }
   });
 }

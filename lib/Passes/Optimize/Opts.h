@@ -66,6 +66,19 @@ std::optional<Shape> shapeOf(const UOp *sink);
 /// A kernel's reads' conditions: their gates and WHERE(c, i, Invalid) indexes' c, split at their ANDs (Choose.cpp).
 std::vector<const UOp *> conditionsOf(const std::vector<const UOp *> &reads);
 
+/// Choose.cpp's helpers the channel tile shares: a read's relayout stride along r, a shape's reduction work
+/// (output size times its reductions' trip counts; 0 for nullopt) and its output size.
+std::optional<int64_t> relayoutStride(Context &c, const Shape &s, const UOp *rd, const UOp *r);
+double reductionWork(const std::optional<Shape> &s);
+double outputSize(const Shape &s);
+
+/// The channel tile of a convolution with short or strided rows or padding (ChannelTile.cpp), nullopt where no
+/// output loop qualifies.
+std::optional<std::vector<Opt>> chooseChannelTile(Context &c, const Shape &s,
+                                                  const std::vector<std::vector<std::optional<int64_t>>> &strides,
+                                                  const std::vector<std::optional<std::pair<int64_t, int64_t>>> &interior,
+                                                  int64_t vec, const PassTarget &target);
+
 /// What the vector tile adds (Tiles.cpp, each described there): partial accumulators, packed panels, an L2
 /// panel block, a strip of lanes for column walks; and a reduction with neither, its independent rows.
 std::vector<Opt> choosePartial(const Shape &s, int64_t vec);
