@@ -63,7 +63,9 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <memory>
+#include <numeric>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -250,6 +252,7 @@ struct Linearizer {
       openLoop(ranges[k]);
       if (k == 0 && !gpu && prefetchAhead > 0) prefetchStreams(u, lanes);
       if (k == 0 && !gpu && chunksAhead > 0) prefetchChunks(u, lanes);
+      if (k == 0 && !gpu && planesAhead) prefetchPlanes(u, lanes);
     }
     for (const UOp *p : pieces) {
       auto own = p->src().subspan(1);
@@ -257,6 +260,7 @@ struct Linearizer {
         openLoop(own[k]);
         if (k == 0 && !gpu && prefetchAhead > 0) prefetchStreams(p, lanes);
         if (k == 0 && !gpu && chunksAhead > 0) prefetchChunks(p, lanes);
+        if (k == 0 && !gpu && planesAhead) prefetchPlanes(p, lanes);
       }
       for (const UOp *r : lanes) openLoop(r);
       emit(p->src(0));
@@ -651,6 +655,7 @@ struct Linearizer {
   int64_t threadMinWork = -1; ///< CPU: the least work split across threads (-1: never)
   int64_t prefetchAhead = 0;  ///< CPU: how many bytes ahead a register tile's weight stream is prefetched (0: none)
   int64_t chunksAhead = 0;    ///< CPU: how many chunks ahead a register tile's input is prefetched (0: none)
+  bool planesAhead = false;   ///< CPU: a register tile's input in planes prefetched a few steps ahead
   bool splitSeams = true;     ///< CPU: a reduction range cut at a concatenation's seams (seamsOf)
   int64_t nextRange = 0;      ///< the number the next RANGE made here takes (above every range of the kernel)
 
@@ -834,6 +839,107 @@ struct Linearizer {
     }
   }
 
+  /// A register tile's input in planes, prefetched a few steps ahead (CPU): in the loop of REDUCE u's outermost
+  /// reduction range r, PREFETCH items for the lines a read of u's body will read D steps of r further on, where
+  /// the read moves with one of u's lanes (an input, read by position: not a weight), by a constant stride of at
+  /// least 512 bytes along r (a plane of channels of 14x14 or more: 7x7 planes, 196 bytes, gained nothing), and
+  /// reaches every line between its first and last, at most 512 bytes, a step over u's inner ranges and lanes
+  /// (a row of the tile's pixels, even 2 apart; not the three rows of a 3x3 window). D: about 4096 of the tile's
+  /// multiply-adds ahead (4096 over the iterations of u's inner ranges and lanes a step), at least 2, at most
+  /// half of r. ResNet-50's 1x1 convolution 256 -> 512 with stride 2 from 56x56 (14 pixels 2 apart a step,
+  /// planes 12.5 KB apart), fused with its block's other 1x1 convolution, 2 threads in a harness: 1093-1169 ->
+  /// 1025-1057 us warm, 1427-1491 -> 1244-1277 with its input flushed.
+  void prefetchPlanes(const UOp *u, const std::vector<const UOp *> &lanes) {
+    auto ranges = u->src().subspan(1);
+    const UOp *r = ranges[0];
+    auto rb = r->op == Op::RANGE ? constBound(r->src(0)) : std::nullopt;
+    if (!rb || *rb < 4 || *rb > (int64_t(1) << 30)) return;
+    int64_t n = static_cast<int64_t>(*rb);
+    std::vector<const UOp *> inner(ranges.begin() + 1, ranges.end());
+    inner.insert(inner.end(), lanes.begin(), lanes.end());
+    int64_t work = 1;
+    for (const UOp *q : inner) {
+      auto b = q->op == Op::RANGE ? constBound(q->src(0)) : std::nullopt;
+      if (!b || *b < 1 || *b > 4096) return;
+      work = std::min<int64_t>(work * static_cast<int64_t>(*b), int64_t(1) << 20);
+    }
+    int64_t ahead = std::clamp<int64_t>((4096 + work - 1) / work, 2, n / 2);
+    auto constOf = [](const UOp *v) -> std::optional<int64_t> {
+      if (v->op == Op::CONST && v->arg && v->arg->kind == ArgKind::Int) return v->arg->i();
+      return std::nullopt;
+    };
+    std::unordered_set<const UOp *> seen;
+    for (const UOp *x : toposort(u->src(0))) {
+      if (x->op != Op::INDEX || x->nsrc < 2 || x->src(0)->op != Op::PARAM || isScalarParam(x->src(0))) continue;
+      const UOp *idx = x->src(1);
+      if (!isInt(idx->dtype) || !seen.insert(idx).second) continue;
+      auto step = indexStride(idx, r);
+      int64_t elem = static_cast<int64_t>(dtypeSize(x->dtype)), lineElems = 64 / std::max<int64_t>(1, elem);
+      if (!step || *step * elem < 512 || *step > (int64_t(1) << 30) || lineElems < 1) continue;
+      bool moves = std::any_of(lanes.begin(), lanes.end(), [&](const UOp *l) { return indexStride(idx, l) != std::optional<int64_t>(0); });
+      if (!moves) continue;
+      // the reach of one step: every range but the inner ones (and r) at 0; its origin: every range at 0
+      std::unordered_map<const UOp *, const UOp *> outer, all, start;
+      std::vector<std::pair<int64_t, int64_t>> walks; // (stride, iterations) of each inner range
+      bool affine = true;
+      for (const UOp *q : freeRanges.at(idx)) {
+        all[q] = c.constInt(q->dtype, 0);
+        bool in = std::find(inner.begin(), inner.end(), q) != inner.end();
+        if (in) {
+          start[q] = all[q];
+          auto st = indexStride(idx, q);
+          auto b = q->op == Op::RANGE ? constBound(q->src(0)) : std::nullopt;
+          affine = affine && st && *st >= 0 && b && *b >= 1;
+          if (affine) walks.push_back({*st, static_cast<int64_t>(*b)});
+        } else outer[q] = all[q];
+      }
+      if (!affine) continue;
+      // every line between its first and last read (a row of pixels, even 2 apart; not 3 rows of a 3x3 window)
+      std::set<int64_t> offsets{0};
+      for (auto [st, k] : walks) {
+        std::set<int64_t> next;
+        for (int64_t o : offsets)
+          for (int64_t v = 0; v < k && next.size() <= 4096; ++v) next.insert(o + st * v);
+        offsets = std::move(next);
+      }
+      std::set<int64_t> touched;
+      for (int64_t o : offsets) touched.insert(o * elem / 64);
+      if (offsets.size() > 4096 || *touched.rbegin() - *touched.begin() + 1 != static_cast<int64_t>(touched.size())) continue;
+      SymbolicCtx sc;
+      const UOp *reach = simplifyWith(c, substitute(c, idx, outer), symRules(), &sc);
+      auto origin = constOf(simplifyWith(c, substitute(c, idx, all), symRules(), &sc));
+      RangeInfo ri;
+      auto lo = ri.vmin(reach), hi = ri.vmax(reach);
+      if (!origin || hi < lo || (hi - lo + 1) * elem > 512) continue;
+      // (one line more where the run may not start on a line: unless every range moves the index by whole lines
+      // and the origin and the reach's start are on one)
+      int64_t align = std::abs(*origin) + std::abs(static_cast<int64_t>(lo) - *origin);
+      for (const UOp *q : freeRanges.at(idx)) {
+        if (start.count(q)) continue; // (an inner range moves within the reach)
+        auto st = indexStride(idx, q);
+        align = st ? std::gcd(align, std::abs(*st)) : 1;
+      }
+      int64_t lines = ((hi - lo + 1) * elem + 63) / 64 + ((align * elem) % 64 == 0 ? 0 : 1);
+      // (none where loops around the tile read the same lines 8 times or more and they fit half the L1: only the
+      // first pass would miss. Inception v2's 1x1 convolutions of 8 channels x 32 pixels over 192 input channels
+      // at 28x28, 24 KB, read once for each of 8 blocks of 8 channels: 10-14% slower with the prefetches;
+      // ShuffleNet's grouped ones, read 2 or 4 times, 15-22% faster)
+      int64_t reread = 1;
+      for (const Block *b : stack)
+        if (b->key && b->key->op == Op::RANGE && !std::binary_search(freeRanges.at(idx).begin(), freeRanges.at(idx).end(), b->key))
+          if (auto k = constBound(b->key->src(0)); k && *k >= 1) reread = std::min<int64_t>(reread * static_cast<int64_t>(*k), 1 << 20);
+      if (reread >= 8 && n * lines * 64 <= 24 * 1024) continue;
+      const UOp *from = simplifyWith(c, substitute(c, idx, start), symRules(), &sc);
+      int64_t off = ahead * *step + static_cast<int64_t>(lo) - *origin;
+      for (int64_t t = 0; t < lines; ++t) {
+        const UOp *i = simplifyWith(c, c.make(Op::ADD, idx->dtype, {from, c.constInt(idx->dtype, off + t * lineElems)}), symRules(), &sc);
+        analyze(i);
+        emit(i);
+        stack.back()->add(c.make(Op::PREFETCH, DType::Void, {c.make(Op::INDEX, x->dtype, {x->src(0), i})}));
+      }
+    }
+  }
+
   /// A kernel with blocks: its BARRIERs first, in order, each after the stores it waits for, at the top
   /// of the thread (every thread of a block reaches each). What comes after a barrier computes again
   /// what it needs: nothing placed before one is used after it (a target that runs a block's threads one
@@ -909,6 +1015,8 @@ void runLinearize(Graph &g, const PassContext &pc) {
   int64_t prefetch = pc.intOption("prefetch", 4096, 0, int64_t(1) << 20);
   // a register tile's input prefetched this many chunks ahead (prefetchChunks; 0: none)
   int64_t chunks = pc.intOption("prefetch-chunks", 2, 0, 64);
+  // a register tile's input in planes prefetched a few steps ahead (prefetchPlanes; 0: not)
+  bool planes = pc.intOption("prefetch-planes", 1, 0, 1) == 1;
   // a reduction range cut at a concatenation's seams (seamsOf; 0: not). Not by default on LLVM, whose loop
   // vectorizer left a piece's lanes unrolled into scalar loads of the weights (SqueezeNet's squeeze layers and
   // classifier, 2 threads, alternating: 215 -> 52 us and 1055 -> 742 without the cut)
@@ -919,6 +1027,7 @@ void runLinearize(Graph &g, const PassContext &pc) {
     l.threadMinWork = threads ? minWork : -1;
     l.prefetchAhead = prefetch;
     l.chunksAhead = chunks;
+    l.planesAhead = planes;
     l.splitSeams = seams;
     l.maxBlock = pc.target.gpuGrid ? std::max<int64_t>(1, pc.target.maxThreadsPerBlock) : 256;
     return l.run(call->src(0));
