@@ -768,9 +768,18 @@ struct Linearizer {
       const UOp *idx = x->src(1);
       if (!isInt(idx->dtype) || indexStride(idx, r) || !seen.insert(idx).second) continue;
       int64_t chunk = 0;
+      // (r / B, or (r + K) / B with K a multiple of B: the second part of a concatenation read along r)
+      auto onR = [&](const UOp *y, int64_t b) {
+        if (y == r) return true;
+        if (y->op != Op::ADD) return false;
+        for (int k = 0; k < 2; ++k)
+          if (y->src(k) == r)
+            if (auto off = constOf(y->src(1 - k)); off && *off % b == 0) return true;
+        return false;
+      };
       for (const UOp *y : toposort(idx))
-        if (y->op == Op::CDIV && y->src(0) == r)
-          if (auto b = constOf(y->src(1)); b && *b >= 2) {
+        if (y->op == Op::CDIV)
+          if (auto b = constOf(y->src(1)); b && *b >= 2 && onR(y->src(0), *b)) {
             chunk = *b;
             break;
           }
