@@ -183,55 +183,64 @@ double reductionTerms(const UOp *sink) {
 
 /// A reader with no opts of its own but splits (a pooling layer: a max over a window of each channel's plane,
 /// one pixel at a time, its padded borders pieces of their own; a padding's copy) that reads argument `slot`
-/// at chan*P + rest with chan one of its output loops r of C iterations, a loop of every piece: the kernel with
-/// r cut into C/L blocks and an UPCAST loop of L lanes, innermost (upcast:A:L), so that in blocks the lanes
-/// read L consecutive channels of a pixel, one vector (in planes they would be a plane apart); nullptr where
-/// the kernel is no such reader.
-const UOp *laneReader(Context &c, const UOp *sink, int64_t slot, int64_t P, int64_t C, int64_t L) {
+/// at chan*P + rest with chan one of its output loops r of C iterations, a loop of every piece that reads it:
+/// the kernel with r cut into C/L blocks and an UPCAST loop of L lanes, innermost (upcast:A:L), so that in
+/// blocks the lanes read L consecutive channels of a pixel, one vector (in planes they would be a plane apart);
+/// nullptr where the kernel is no such reader. The pieces that do not read the slot are left as they are: a
+/// pool over a concatenation cut at its seam (split:0:64:128, SqueezeNet's pools after a fire module) reads
+/// each part in a piece of its own, and `again` says the reader was given lanes here for another part (its
+/// opts then hold that upcast too). `lanes` gets the pieces' new lane ranges.
+const UOp *laneReader(Context &c, const UOp *sink, int64_t slot, int64_t P, int64_t C, int64_t L, bool again,
+                      std::vector<const UOp *> &lanes) {
   // (its opts, if any, only splits: a padded pool's interior and borders, pieces over the same channel loop)
   std::vector<std::string> opts = appliedOpts(sink);
-  if (std::any_of(opts.begin(), opts.end(), [](const std::string &o) { return o.rfind("split:", 0) != 0; })) return nullptr;
+  if (std::any_of(opts.begin(), opts.end(), [&](const std::string &o) {
+        return o.rfind("split:", 0) != 0 && !(again && o.rfind("upcast:", 0) == 0);
+      }))
+    return nullptr;
   if (sink->nsrc < 1) return nullptr;
   for (const UOp *e : sink->src())
     if (e->op != Op::END || e->nsrc < 2 || e->src(0)->op != Op::STORE) return nullptr;
   bool stored = false;
-  std::vector<const UOp *> reads = accesses(sink, slot, stored);
-  if (stored || reads.empty()) return nullptr;
-  // the channel loop: the first END's loop of C iterations along which every read moves by a plane, a loop of
-  // every END
-  const UOp *first = sink->src(0);
-  const UOp *r = nullptr;
-  size_t axis = 0;
-  for (size_t a = 1; a < first->nsrc && !r; ++a) {
-    const UOp *q = first->src(a);
-    auto n = q->op == Op::RANGE && q->nsrc == 1 ? constBound(q->src(0)) : std::nullopt;
-    if (!n || static_cast<int64_t>(*n) != C || isUpcastRange(q)) continue;
-    if (std::all_of(reads.begin(), reads.end(), [&](const UOp *rd) {
-          return indexStride(rd->src(1), q, true) == std::optional<int64_t>(P);
-        }))
-      r = q, axis = a - 1;
-  }
-  if (!r) return nullptr;
-  for (const UOp *e : sink->src()) {
-    auto rs = e->src().subspan(1);
-    if (std::find(rs.begin(), rs.end(), r) == rs.end()) return nullptr;
-  }
+  if (accesses(sink, slot, stored).empty() || stored) return nullptr;
   int64_t next = 0;
   for (const UOp *u : toposort(sink))
     if (u->op == Op::RANGE) next = std::max(next, rangeNumber(u) + 1);
-  const UOp *outer = rangeLike(c, r, C / L, rangeNumber(r), std::nullopt);
-  const UOp *lane = rangeLike(c, r, L, next, AxisType::UPCAST);
-  const UOp *chan = combinedIndex(c, outer, L, lane);
   SymbolicCtx sc;
   std::vector<const UOp *> ends;
+  std::optional<size_t> axis;
+  lanes.clear();
   for (const UOp *e : sink->src()) {
+    bool st = false;
+    std::vector<const UOp *> reads = accesses(e, slot, st);
+    if (reads.empty()) {
+      ends.push_back(e);
+      continue;
+    }
+    // the channel loop: the END's loop of C iterations along which every read moves by a plane
+    const UOp *r = nullptr;
+    for (size_t a = 1; a < e->nsrc && !r; ++a) {
+      const UOp *q = e->src(a);
+      auto n = q->op == Op::RANGE && q->nsrc == 1 ? constBound(q->src(0)) : std::nullopt;
+      if (!n || static_cast<int64_t>(*n) != C || isUpcastRange(q)) continue;
+      if (std::all_of(reads.begin(), reads.end(), [&](const UOp *rd) {
+            return indexStride(rd->src(1), q, true) == std::optional<int64_t>(P);
+          }))
+        r = q, axis = axis ? axis : std::optional<size_t>(a - 1);
+    }
+    if (!r) return nullptr;
+    const UOp *outer = rangeLike(c, r, C / L, rangeNumber(r), std::nullopt);
+    const UOp *lane = rangeLike(c, r, L, next++, AxisType::UPCAST);
+    const UOp *chan = combinedIndex(c, outer, L, lane);
     std::vector<const UOp *> src(e->src().begin(), e->src().end());
     src[0] = simplifyWith(c, substitute(c, e->src(0), {{r, chan}}), symRules(), &sc);
     std::replace(src.begin() + 1, src.end(), r, outer);
     src.push_back(lane);
     ends.push_back(c.make(Op::END, e->dtype, src, e->arg, e->tag));
+    lanes.push_back(lane);
   }
-  opts.push_back("upcast:" + std::to_string(axis) + ":" + std::to_string(L));
+  if (lanes.empty()) return nullptr;
+  opts.push_back("upcast:" + std::to_string(*axis) + ":" + std::to_string(L));
   return withInfoStrings(c, c.make(Op::SINK, sink->dtype, ends, sink->arg, sink->tag), "applied_opts", opts);
 }
 
@@ -319,21 +328,24 @@ void runBlockedLayout(Graph &g, const PassContext &pc) {
     for (const auto &[call, s] : uses[buf]) {
       if (!ok) break;
       const UOp *sink = sinkOf.count(call) ? sinkOf[call] : kernelSink(call);
-      const UOp *lane = nullptr;
+      std::vector<const UOp *> lanes; // (a reader given lanes here: its pieces' lanes)
       if (call != writer) {
         auto t = channelTile(sink);
-        if (!t || t->weights.count(s)) {
-          const UOp *l = poolLanes ? laneReader(c, sink, s, P, C, L) : nullptr;
+        if (!t || t->weights.count(s) || laneReaders.count(call)) {
+          const UOp *l = poolLanes ? laneReader(c, sink, s, P, C, L, laneReaders.count(call) > 0, lanes) : nullptr;
           if (!l) {
             ok = false;
             break;
           }
           sink = laned[call] = l;
-          lane = l->src(0)->src().back(); // (every END's last range)
         }
       }
       bool st = false;
       for (const UOp *a : accesses(sink, s, st)) {
+        // (the lane of the piece that holds the read)
+        const UOp *lane = nullptr;
+        for (const UOp *q : lanes)
+          if (indexStride(a->src(1), q, true) != std::optional<int64_t>(0)) lane = q;
         const UOp *b = bl.blockedIndex(a, P, C, L, gatedPlane < 0 || P <= gatedPlane || (lane && gatedPlane != 0));
         // (the writer's stores: whole vectors of lanes, no division left, ungated; a reader given lanes here
         // reads whole vectors: its lanes one element apart, no division)
