@@ -240,7 +240,9 @@ const UOp *laneReader(Context &c, const UOp *sink, int64_t slot, int64_t P, int6
     lanes.push_back(lane);
   }
   if (lanes.empty()) return nullptr;
-  opts.push_back("upcast:" + std::to_string(*axis) + ":" + std::to_string(L));
+  // (one upcast in its applied opts, the first part's: --tune takes a kernel's applied opts as the
+  // heuristic's list and gives them to optimize again, which refuses a second upcast of one loop)
+  if (!again) opts.push_back("upcast:" + std::to_string(*axis) + ":" + std::to_string(L));
   return withInfoStrings(c, c.make(Op::SINK, sink->dtype, ends, sink->arg, sink->tag), "applied_opts", opts);
 }
 
