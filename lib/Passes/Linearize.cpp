@@ -17,8 +17,8 @@
 //   BUFFER (addrspace LOCAL)  a GPU block's shared memory (group-reduce's), at the top of the items
 //   BARRIER            every thread of the block has done the items before it (at the top of the thread,
 //                      after the stores to shared memory it waits for; GPU grids only)
-//   PREFETCH(INDEX(buf, i))  a hint that buf[i] is read soon (CPU: a register tile's weight stream, some KB
-//                      ahead, at the top of its reduction loop: prefetchStreams); i may lie past the buffer
+//   PREFETCH(INDEX(buf, i))  a hint that buf[i] is read soon (CPU: a register tile's weight stream or input,
+//                      at the top of its reduction loop: Linearize/Prefetch.h); i may lie past the buffer
 //   CUSTOM of dtype void  a statement (C only)
 //   any other node     its value, computed here from items before it (a REDUCE's value is its
 //                      accumulator once its loops have closed)
@@ -57,15 +57,14 @@
 #include "IR/Records.h"
 #include "IR/Work.h"
 #include "Passes/Linearize/Lanes.h"
+#include "Passes/Linearize/Prefetch.h"
 #include "Passes/Passes.h"
 #include "Passes/Rewrite.h"
 #include "Passes/Symbolic/Symbolic.h"
 
 #include <algorithm>
 #include <map>
-#include <set>
 #include <memory>
-#include <numeric>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -77,7 +76,7 @@ namespace {
   fail("linearize: UOp #" + std::to_string(u->index) + " (" + std::string(opName(u->op)) + "): " + msg);
 }
 
-bool isScalarParam(const UOp *u) { return u->nsrc == 0 || (u->src(0)->op == Op::STACK && u->src(0)->nsrc == 0); }
+using linearize::isScalarParam;
 
 /// A scope of the output: the function, a loop (key: its RANGE) or a GPU thread (key: gidx0, with an
 /// optional guard).
@@ -250,17 +249,13 @@ struct Linearizer {
         cutAt = k, pieces = seamPieces(u, k, cuts);
     for (size_t k = 0; k < cutAt; ++k) {
       openLoop(ranges[k]);
-      if (k == 0 && !gpu && prefetchAhead > 0) prefetchStreams(u, lanes);
-      if (k == 0 && !gpu && chunksAhead > 0) prefetchChunks(u, lanes);
-      if (k == 0 && !gpu && planesAhead) prefetchPlanes(u, lanes);
+      if (k == 0 && !gpu) prefetch(u, lanes);
     }
     for (const UOp *p : pieces) {
       auto own = p->src().subspan(1);
       for (size_t k = cutAt; k < own.size(); ++k) {
         openLoop(own[k]);
-        if (k == 0 && !gpu && prefetchAhead > 0) prefetchStreams(p, lanes);
-        if (k == 0 && !gpu && chunksAhead > 0) prefetchChunks(p, lanes);
-        if (k == 0 && !gpu && planesAhead) prefetchPlanes(p, lanes);
+        if (k == 0 && !gpu) prefetch(p, lanes);
       }
       for (const UOp *r : lanes) openLoop(r);
       emit(p->src(0));
@@ -659,293 +654,21 @@ struct Linearizer {
   bool splitSeams = true;     ///< CPU: a reduction range cut at a concatenation's seams (seamsOf)
   int64_t nextRange = 0;      ///< the number the next RANGE made here takes (above every range of the kernel)
 
-  static constexpr int64_t kMaxPrefetchUses = 256; ///< a stream whose values are read more often is not prefetched
-
-  /// A register tile's weight stream, prefetched (CPU): in the loop of REDUCE u's outermost reduction range r,
-  /// PREFETCH items for what a read of u's body will read `prefetchAhead` bytes (a whole number of r's
-  /// iterations) further on, one a cache line. Only for an ungated read that reuses its values across one of
-  /// u's lanes (a weight, loaded once for every pixel of the tile) and reads one run of consecutive elements
-  /// each iteration of r: a channel tile's re-laid-out weights ([tile][input channel][tap][lane]) or a packed
-  /// panel. Those come from memory in a network, where a layer's weights are read once: ResNet-50's 3x3
-  /// convolution at 7x7 (9.4 MB of weights), one thread, weights not in any cache, 2.1 -> 1.8 ms with the
-  /// default tile; the input, read by position, and reads that move with every lane are left to the
-  /// hardware. The prefetch may reach past the buffer's end (the last tile's): it never faults.
-  void prefetchStreams(const UOp *u, const std::vector<const UOp *> &lanes) {
-    auto ranges = u->src().subspan(1);
-    const UOp *r = ranges[0];
-    std::vector<const UOp *> inner(ranges.begin() + 1, ranges.end());
-    inner.insert(inner.end(), lanes.begin(), lanes.end());
-    auto isOpen = [&](const UOp *q) {
-      return std::any_of(stack.begin(), stack.end(), [&](const Block *b) { return b->key == q; });
-    };
-    for (const UOp *x : toposort(u->src(0))) {
-      if (x->op != Op::INDEX || x->nsrc != 2 || x->src(0)->op != Op::PARAM || isScalarParam(x->src(0))) continue;
-      const UOp *idx = x->src(1);
-      auto step = indexStride(idx, r);
-      int64_t elem = static_cast<int64_t>(dtypeSize(x->dtype));
-      if (!step || *step <= 0 || *step > (int64_t(1) << 20)) continue;
-      bool reused = std::any_of(lanes.begin(), lanes.end(), [&](const UOp *l) { return indexStride(idx, l) == std::optional<int64_t>(0); });
-      if (!reused) continue;
-      // the run one iteration of r reads: from idx with every inner range at 0, as long as r's step
-      int64_t span = 1;
-      bool run = true;
-      std::unordered_map<const UOp *, const UOp *> zero;
-      for (const UOp *q : freeRanges.at(idx)) {
-        if (q == r || isOpen(q)) continue;
-        auto s = indexStride(idx, q);
-        int64_t n = 0;
-        if (q->op == Op::RANGE)
-          if (auto b = constBound(q->src(0)); b && *b >= 1 && *b <= (int64_t(1) << 30)) n = static_cast<int64_t>(*b);
-        if (std::find(inner.begin(), inner.end(), q) == inner.end() || !s || *s < 0 || *s > (int64_t(1) << 20) || n < 1) {
-          run = false;
-          break;
-        }
-        span += *s * (n - 1);
-        zero[q] = c.constInt(q->dtype, 0);
-      }
-      int64_t bytes = *step * elem;
-      if (!run || span != *step || bytes < 64 || bytes > 8192) continue;
-      // how often each value is read: the iterations of every open loop, of u's ranges and of its lanes, over
-      // the elements the read can reach (a weight: once for every pixel). Read often, the stream is a small share
-      // of the time and stays in the caches: ResNet-50's 3x3 convolutions at 56x56 (3136 pixels) ran 5-9% slower
-      // with the prefetches (and DenseNet-121's), those at 7x7 (49) and 14x14 (196) 6-20% faster, in the
-      // network, 2 threads
-      __int128 iterations = 1;
-      bool counted = true;
-      auto count = [&](const UOp *q) {
-        auto b = q && q->op == Op::RANGE ? constBound(q->src(0)) : std::nullopt;
-        if (!b || *b < 1 || *b > (int64_t(1) << 40)) counted = false;
-        else iterations = std::min<__int128>(iterations * *b, __int128(1) << 100);
-      };
-      for (const Block *b : stack)
-        if (b->key && b->key->op == Op::RANGE) count(b->key);
-      for (const UOp *q : inner) count(q);
-      RangeInfo ri;
-      auto lo = ri.vmin(idx), hi = ri.vmax(idx);
-      if (!counted || hi < lo || iterations > __int128(kMaxPrefetchUses) * (hi - lo + 1)) continue;
-      // (and a stream much longer than the distance: a few KB of weights come from memory once, soon enough)
-      if ((hi - lo + 1) * elem < 4 * __int128(prefetchAhead)) continue;
-      int64_t ahead = (prefetchAhead + bytes - 1) / bytes * *step; // elements
-      SymbolicCtx sc;
-      const UOp *from = simplifyWith(c, substitute(c, idx, zero), symRules(), &sc);
-      for (int64_t off = 0; off < bytes; off += 64) {
-        const UOp *i = simplifyWith(c, c.make(Op::ADD, idx->dtype, {from, c.constInt(idx->dtype, ahead + off / elem)}), symRules(), &sc);
-        analyze(i);
-        emit(i);
-        stack.back()->add(c.make(Op::PREFETCH, DType::Void, {c.make(Op::INDEX, x->dtype, {x->src(0), i})}));
-      }
-    }
-  }
-
-  /// A register tile's input, prefetched a chunk ahead (CPU): in the loop of REDUCE u's outermost reduction
-  /// range r, PREFETCH items for the lines a read of u's body will read `chunksAhead` chunks of r further on,
-  /// where the read moves with r by chunks: its index depends on r through r / B (and r % B), B a constant
-  /// that divides r's size, and moves by a constant S elements, at least 1 KB, from one chunk of B iterations to
-  /// the next. A channel tile reading a blocked input ([block][pixel][32 lanes]: B = 32, S a plane of blocks)
-  /// reads a short run of lines per block (14 pixels: 28 lines) and then jumps a plane ahead, a stream the
-  /// hardware prefetcher does not follow: the first touch of every block waits on the caches below (in a
-  /// network the input is the layer before's output, half of it in the other core's L2). The chunk's lines
-  /// (the read's reach over u's inner ranges, lanes and r % B, at most 16 KB) are spread over the chunk's B
-  /// iterations, ceil(lines / B) an iteration. ResNet-50's 1x1 convolution 1024 -> 256 at 14x14, 2 threads:
-  /// 270 us warm, 360 with its input out of the caches, 280 with these prefetches (2 chunks ahead); in the
-  /// network 360-388 -> 321-327 us. A read affine in r is prefetchStreams' (a weight) or the hardware's.
-  void prefetchChunks(const UOp *u, const std::vector<const UOp *> &lanes) {
-    auto ranges = u->src().subspan(1);
-    const UOp *r = ranges[0];
-    auto rb = r->op == Op::RANGE ? constBound(r->src(0)) : std::nullopt;
-    if (!rb || *rb < 2 || *rb > (int64_t(1) << 30)) return;
-    int64_t n = static_cast<int64_t>(*rb);
-    std::vector<const UOp *> inner(ranges.begin() + 1, ranges.end());
-    inner.insert(inner.end(), lanes.begin(), lanes.end());
-    auto isInner = [&](const UOp *q) { return std::find(inner.begin(), inner.end(), q) != inner.end(); };
-    auto constOf = [](const UOp *v) -> std::optional<int64_t> {
-      if (v->op == Op::CONST && v->arg && v->arg->kind == ArgKind::Int) return v->arg->i();
-      return std::nullopt;
-    };
-    std::unordered_set<const UOp *> seen;
-    for (const UOp *x : toposort(u->src(0))) {
-      if (x->op != Op::INDEX || x->nsrc < 2 || x->src(0)->op != Op::PARAM || isScalarParam(x->src(0))) continue;
-      const UOp *idx = x->src(1);
-      if (!isInt(idx->dtype) || indexStride(idx, r) || !seen.insert(idx).second) continue;
-      int64_t chunk = 0;
-      // (r / B, or (r + K) / B with K a multiple of B: the second part of a concatenation read along r)
-      auto onR = [&](const UOp *y, int64_t b) {
-        if (y == r) return true;
-        if (y->op != Op::ADD) return false;
-        for (int k = 0; k < 2; ++k)
-          if (y->src(k) == r)
-            if (auto off = constOf(y->src(1 - k)); off && *off % b == 0) return true;
-        return false;
-      };
-      for (const UOp *y : toposort(idx))
-        if (y->op == Op::CDIV)
-          if (auto b = constOf(y->src(1)); b && *b >= 2 && onR(y->src(0), *b)) {
-            chunk = *b;
-            break;
-          }
-      if (chunk < 2 || n % chunk || n / chunk < 2) continue;
-      int64_t chunksOn = std::min(chunksAhead, n / chunk - 1);
-      int64_t elem = static_cast<int64_t>(dtypeSize(x->dtype));
-      SymbolicCtx sc;
-      const UOp *bc = c.constInt(r->dtype, chunk);
-      // the chunk's stride, by evaluation: the index at r + B less the index at r, the same at a few points
-      // (every other range at 0, at its last value, alternating; r at a chunk's first and last iteration)
-      const std::vector<const UOp *> &free = freeRanges.at(idx);
-      auto at = [&](int64_t rv, int pattern) -> std::optional<int64_t> {
-        std::unordered_map<const UOp *, const UOp *> m;
-        for (size_t j = 0; j < free.size(); ++j) {
-          const UOp *q = free[j];
-          if (q == r) continue;
-          auto b = q->op == Op::RANGE ? constBound(q->src(0)) : std::nullopt;
-          if (!b || *b < 1) return std::nullopt;
-          bool last = pattern == 1 || (pattern == 2 && j % 2 == 0);
-          m[q] = c.constInt(q->dtype, last ? static_cast<int64_t>(*b) - 1 : 0);
-        }
-        m[r] = c.constInt(r->dtype, rv);
-        return constOf(simplifyWith(c, substitute(c, idx, m), symRules(), &sc));
-      };
-      std::optional<int64_t> stride;
-      bool steady = true;
-      for (int pattern = 0; pattern < 3 && steady; ++pattern)
-        for (int64_t q : {int64_t(0), n / chunk - 2})
-          for (int64_t m : {int64_t(0), chunk - 1}) {
-            auto a = at(q * chunk + m, pattern), b = at((q + 1) * chunk + m, pattern);
-            if (!a || !b || (stride && *stride != *b - *a)) steady = false;
-            else stride = *b - *a;
-          }
-      if (!steady || !stride || *stride < 1024 / elem || *stride > (int64_t(1) << 40)) continue;
-      // the chunk's reach: r -> r % B, every range but the inner ones -> 0; its origin: every range -> 0
-      std::unordered_map<const UOp *, const UOp *> outer, all, start;
-      for (const UOp *q : freeRanges.at(idx)) {
-        all[q] = c.constInt(q->dtype, 0);
-        if (q != r && !isInner(q)) outer[q] = all[q];
-        if (isInner(q)) start[q] = all[q];
-      }
-      outer[r] = c.make(Op::CMOD, r->dtype, {r, bc});
-      const UOp *reach = simplifyWith(c, substitute(c, idx, outer), symRules(), &sc);
-      auto origin = constOf(simplifyWith(c, substitute(c, idx, all), symRules(), &sc));
-      RangeInfo ri;
-      auto lo = ri.vmin(reach), hi = ri.vmax(reach);
-      if (!origin || hi < lo || (hi - lo + 1) * elem > 16384) continue;
-      int64_t bytes = static_cast<int64_t>(hi - lo + 1) * elem, lineElems = 64 / elem;
-      if (bytes < 128 || lineElems < 1) continue;
-      int64_t lines = (bytes + 63) / 64, each = (lines + chunk - 1) / chunk;
-      // at r: the chunk's start (r rounded down to a chunk, the inner ranges at 0), chunksAhead chunks on
-      start[r] = c.constInt(r->dtype, 0);
-      const UOp *from = simplifyWith(
-          c, c.make(Op::ADD, idx->dtype, {substitute(c, idx, start), c.make(Op::MUL, idx->dtype, {c.make(Op::CDIV, r->dtype, {r, bc}), c.constInt(idx->dtype, *stride)})}),
-          symRules(), &sc);
-      const UOp *line = c.make(Op::MUL, idx->dtype, {c.make(Op::CMOD, r->dtype, {r, bc}), c.constInt(idx->dtype, each * lineElems)});
-      int64_t ahead = chunksOn * *stride + static_cast<int64_t>(lo) - *origin;
-      for (int64_t t = 0; t < each; ++t) {
-        const UOp *i = simplifyWith(
-            c, c.make(Op::ADD, idx->dtype, {c.make(Op::ADD, idx->dtype, {from, line}), c.constInt(idx->dtype, ahead + t * lineElems)}),
-            symRules(), &sc);
-        analyze(i);
-        emit(i);
-        stack.back()->add(c.make(Op::PREFETCH, DType::Void, {c.make(Op::INDEX, x->dtype, {x->src(0), i})}));
-      }
-    }
-  }
-
-  /// A register tile's input in planes, prefetched a few steps ahead (CPU): in the loop of REDUCE u's outermost
-  /// reduction range r, PREFETCH items for the lines a read of u's body will read D steps of r further on, where
-  /// the read moves with one of u's lanes (an input, read by position: not a weight), by a constant stride of at
-  /// least 512 bytes along r (a plane of channels of 14x14 or more: 7x7 planes, 196 bytes, gained nothing), and
-  /// reaches every line between its first and last, at most 512 bytes, a step over u's inner ranges and lanes
-  /// (a row of the tile's pixels, even 2 apart; not the three rows of a 3x3 window). D: about 4096 of the tile's
-  /// multiply-adds ahead (4096 over the iterations of u's inner ranges and lanes a step), at least 2, at most
-  /// half of r. ResNet-50's 1x1 convolution 256 -> 512 with stride 2 from 56x56 (14 pixels 2 apart a step,
-  /// planes 12.5 KB apart), fused with its block's other 1x1 convolution, 2 threads in a harness: 1093-1169 ->
-  /// 1025-1057 us warm, 1427-1491 -> 1244-1277 with its input flushed.
-  void prefetchPlanes(const UOp *u, const std::vector<const UOp *> &lanes) {
-    auto ranges = u->src().subspan(1);
-    const UOp *r = ranges[0];
-    auto rb = r->op == Op::RANGE ? constBound(r->src(0)) : std::nullopt;
-    if (!rb || *rb < 4 || *rb > (int64_t(1) << 30)) return;
-    int64_t n = static_cast<int64_t>(*rb);
-    std::vector<const UOp *> inner(ranges.begin() + 1, ranges.end());
-    inner.insert(inner.end(), lanes.begin(), lanes.end());
-    int64_t work = 1;
-    for (const UOp *q : inner) {
-      auto b = q->op == Op::RANGE ? constBound(q->src(0)) : std::nullopt;
-      if (!b || *b < 1 || *b > 4096) return;
-      work = std::min<int64_t>(work * static_cast<int64_t>(*b), int64_t(1) << 20);
-    }
-    int64_t ahead = std::clamp<int64_t>((4096 + work - 1) / work, 2, n / 2);
-    auto constOf = [](const UOp *v) -> std::optional<int64_t> {
-      if (v->op == Op::CONST && v->arg && v->arg->kind == ArgKind::Int) return v->arg->i();
-      return std::nullopt;
-    };
-    std::unordered_set<const UOp *> seen;
-    for (const UOp *x : toposort(u->src(0))) {
-      if (x->op != Op::INDEX || x->nsrc < 2 || x->src(0)->op != Op::PARAM || isScalarParam(x->src(0))) continue;
-      const UOp *idx = x->src(1);
-      if (!isInt(idx->dtype) || !seen.insert(idx).second) continue;
-      auto step = indexStride(idx, r);
-      int64_t elem = static_cast<int64_t>(dtypeSize(x->dtype)), lineElems = 64 / std::max<int64_t>(1, elem);
-      if (!step || *step * elem < 512 || *step > (int64_t(1) << 30) || lineElems < 1) continue;
-      bool moves = std::any_of(lanes.begin(), lanes.end(), [&](const UOp *l) { return indexStride(idx, l) != std::optional<int64_t>(0); });
-      if (!moves) continue;
-      // the reach of one step: every range but the inner ones (and r) at 0; its origin: every range at 0
-      std::unordered_map<const UOp *, const UOp *> outer, all, start;
-      std::vector<std::pair<int64_t, int64_t>> walks; // (stride, iterations) of each inner range
-      bool affine = true;
-      for (const UOp *q : freeRanges.at(idx)) {
-        all[q] = c.constInt(q->dtype, 0);
-        bool in = std::find(inner.begin(), inner.end(), q) != inner.end();
-        if (in) {
-          start[q] = all[q];
-          auto st = indexStride(idx, q);
-          auto b = q->op == Op::RANGE ? constBound(q->src(0)) : std::nullopt;
-          affine = affine && st && *st >= 0 && b && *b >= 1;
-          if (affine) walks.push_back({*st, static_cast<int64_t>(*b)});
-        } else outer[q] = all[q];
-      }
-      if (!affine) continue;
-      // every line between its first and last read (a row of pixels, even 2 apart; not 3 rows of a 3x3 window)
-      std::set<int64_t> offsets{0};
-      for (auto [st, k] : walks) {
-        std::set<int64_t> next;
-        for (int64_t o : offsets)
-          for (int64_t v = 0; v < k && next.size() <= 4096; ++v) next.insert(o + st * v);
-        offsets = std::move(next);
-      }
-      std::set<int64_t> touched;
-      for (int64_t o : offsets) touched.insert(o * elem / 64);
-      if (offsets.size() > 4096 || *touched.rbegin() - *touched.begin() + 1 != static_cast<int64_t>(touched.size())) continue;
-      SymbolicCtx sc;
-      const UOp *reach = simplifyWith(c, substitute(c, idx, outer), symRules(), &sc);
-      auto origin = constOf(simplifyWith(c, substitute(c, idx, all), symRules(), &sc));
-      RangeInfo ri;
-      auto lo = ri.vmin(reach), hi = ri.vmax(reach);
-      if (!origin || hi < lo || (hi - lo + 1) * elem > 512) continue;
-      // (one line more where the run may not start on a line: unless every range moves the index by whole lines
-      // and the origin and the reach's start are on one)
-      int64_t align = std::abs(*origin) + std::abs(static_cast<int64_t>(lo) - *origin);
-      for (const UOp *q : freeRanges.at(idx)) {
-        if (start.count(q)) continue; // (an inner range moves within the reach)
-        auto st = indexStride(idx, q);
-        align = st ? std::gcd(align, std::abs(*st)) : 1;
-      }
-      int64_t lines = ((hi - lo + 1) * elem + 63) / 64 + ((align * elem) % 64 == 0 ? 0 : 1);
-      // (none where loops around the tile read the same lines 8 times or more and they fit half the L1: only the
-      // first pass would miss. Inception v2's 1x1 convolutions of 8 channels x 32 pixels over 192 input channels
-      // at 28x28, 24 KB, read once for each of 8 blocks of 8 channels: 10-14% slower with the prefetches;
-      // ShuffleNet's grouped ones, read 2 or 4 times, 15-22% faster)
-      int64_t reread = 1;
-      for (const Block *b : stack)
-        if (b->key && b->key->op == Op::RANGE && !std::binary_search(freeRanges.at(idx).begin(), freeRanges.at(idx).end(), b->key))
-          if (auto k = constBound(b->key->src(0)); k && *k >= 1) reread = std::min<int64_t>(reread * static_cast<int64_t>(*k), 1 << 20);
-      if (reread >= 8 && n * lines * 64 <= 24 * 1024) continue;
-      const UOp *from = simplifyWith(c, substitute(c, idx, start), symRules(), &sc);
-      int64_t off = ahead * *step + static_cast<int64_t>(lo) - *origin;
-      for (int64_t t = 0; t < lines; ++t) {
-        const UOp *i = simplifyWith(c, c.make(Op::ADD, idx->dtype, {from, c.constInt(idx->dtype, off + t * lineElems)}), symRules(), &sc);
-        analyze(i);
-        emit(i);
-        stack.back()->add(c.make(Op::PREFETCH, DType::Void, {c.make(Op::INDEX, x->dtype, {x->src(0), i})}));
-      }
+  /// At the top of REDUCE u's outermost reduction loop (CPU): PREFETCH items for what Linearize/Prefetch.h's
+  /// rules choose, each index placed first: the weight stream, then an input by blocks, then one in planes.
+  void prefetch(const UOp *u, const std::vector<const UOp *> &lanes) {
+    linearize::PrefetchSite site{c, u, lanes, freeRanges, {}};
+    for (const Block *b : stack)
+      if (b->key) site.open.push_back(b->key);
+    std::vector<linearize::Prefetch> all;
+    auto add = [&](std::vector<linearize::Prefetch> v) { all.insert(all.end(), v.begin(), v.end()); };
+    if (prefetchAhead > 0) add(linearize::weightStreams(site, prefetchAhead));
+    if (chunksAhead > 0) add(linearize::blockChunks(site, chunksAhead));
+    if (planesAhead) add(linearize::planeSteps(site));
+    for (const auto &[x, i] : all) {
+      analyze(i);
+      emit(i);
+      stack.back()->add(c.make(Op::PREFETCH, DType::Void, {c.make(Op::INDEX, x->dtype, {x->src(0), i})}));
     }
   }
 
@@ -1020,11 +743,11 @@ void runLinearize(Graph &g, const PassContext &pc) {
   // (on by default whatever this machine has: the kernel may be split, the runner chooses how many threads)
   bool threads = pc.intOption("threads", 1, 0, 1) == 1;
   int64_t minWork = pc.intOption("thread-min-work", int64_t(1) << 17, 0, INT64_MAX);
-  // a register tile's weight stream prefetched this many bytes ahead (prefetchStreams; 0: none)
+  // a register tile's weight stream prefetched this many bytes ahead (Linearize/Prefetch.h weightStreams; 0: none)
   int64_t prefetch = pc.intOption("prefetch", 4096, 0, int64_t(1) << 20);
-  // a register tile's input prefetched this many chunks ahead (prefetchChunks; 0: none)
+  // a register tile's input prefetched this many chunks ahead (blockChunks; 0: none)
   int64_t chunks = pc.intOption("prefetch-chunks", 2, 0, 64);
-  // a register tile's input in planes prefetched a few steps ahead (prefetchPlanes; 0: not)
+  // a register tile's input in planes prefetched a few steps ahead (planeSteps; 0: not)
   bool planes = pc.intOption("prefetch-planes", 1, 0, 1) == 1;
   // a reduction range cut at a concatenation's seams (seamsOf; 0: not). Not by default on LLVM, whose loop
   // vectorizer left a piece's lanes unrolled into scalar loads of the weights (SqueezeNet's squeeze layers and
