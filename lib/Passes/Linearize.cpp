@@ -730,6 +730,62 @@ struct Linearizer {
   }
 };
 
+/// Each buffer read's index that is a sum with terms that move with a lane (an UPCAST range: the targets
+/// unroll those loops) rebuilt with those terms last, the others first in their order:
+/// ((base + r*32) + k1) + k2 becomes ((base + k1) + k2) + r*32. The sum of the terms that do not move with a
+/// lane is then one value, computed outside the lanes' loop, and each lane's address that value plus a
+/// constant (a displacement): GCC, given the lane term first, kept one partial sum per lane of a register tile
+/// (13 or 14 of them for a row of pixels), spilled them to the stack and reloaded them every reduction step.
+/// Integer sums, so the value is the same.
+const UOp *laneTermsLast(Context &c, const UOp *body) {
+  std::unordered_map<const UOp *, bool> moves; // (whether a node depends on a lane range)
+  std::unordered_map<const UOp *, const UOp *> sub;
+  std::unordered_set<const UOp *> reduced; // (the ranges a REDUCE reduces)
+  std::vector<const UOp *> nodes = toposort(body);
+  std::unordered_set<const UOp *> stored; // (a store's INDEX: once a tile, left as it is)
+  for (const UOp *u : nodes) {
+    if (u->op == Op::REDUCE)
+      for (size_t i = 1; i < u->nsrc; ++i) reduced.insert(u->src(i));
+    if (u->op == Op::STORE) stored.insert(u->src(0));
+  }
+  for (const UOp *u : nodes) {
+    bool m = isUpcastRange(u);
+    for (const UOp *x : u->src()) m = m || moves[x];
+    moves[u] = m;
+    if (u->op != Op::INDEX || u->nsrc < 2 || u->src(0)->op != Op::PARAM || !moves[u->src(1)] || u->src(1)->op != Op::ADD ||
+        stored.count(u))
+      continue;
+    // (not a window's read, along two reduction loops or more: the C compiler unrolls its columns too, and the
+    // rest of the sum, which moves with them, was then one partial sum a column, computed again for the gate's
+    // test: DenseNet-121's 3x3 and 7x7 convolutions 0.3-0.8% slower)
+    size_t along = 0;
+    for (const UOp *x : toposort(u->src(1))) along += reduced.count(x);
+    if (along > 1) continue;
+    // the sum's terms, left to right (a left-leaning or any other tree of ADDs of the index's dtype)
+    const UOp *idx = u->src(1);
+    std::vector<const UOp *> terms, stack{idx};
+    while (!stack.empty()) {
+      const UOp *x = stack.back();
+      stack.pop_back();
+      if (x->op == Op::ADD && x->dtype == idx->dtype && x->nsrc == 2) {
+        stack.push_back(x->src(1));
+        stack.push_back(x->src(0));
+      } else {
+        terms.push_back(x);
+      }
+    }
+    auto firstLane = std::find_if(terms.begin(), terms.end(), [&](const UOp *t) { return moves[t]; });
+    if (std::none_of(firstLane, terms.end(), [&](const UOp *t) { return !moves[t]; })) continue; // (already last)
+    std::stable_partition(terms.begin(), terms.end(), [&](const UOp *t) { return !moves[t]; });
+    const UOp *sum = terms[0];
+    for (size_t i = 1; i < terms.size(); ++i) sum = c.make(Op::ADD, idx->dtype, {sum, terms[i]});
+    std::vector<const UOp *> src(u->src().begin(), u->src().end());
+    src[1] = sum;
+    sub[u] = c.make(Op::INDEX, u->dtype, src, u->arg, u->tag);
+  }
+  return sub.empty() ? body : substitute(c, body, sub);
+}
+
 } // namespace
 
 void runLinearize(Graph &g, const PassContext &pc) {
@@ -753,6 +809,10 @@ void runLinearize(Graph &g, const PassContext &pc) {
   // vectorizer left a piece's lanes unrolled into scalar loads of the weights (SqueezeNet's squeeze layers and
   // classifier, 2 threads, alternating: 215 -> 52 us and 1055 -> 742 without the cut)
   bool seams = pc.intOption("seams", pc.target.name == "llvm" ? 0 : 1, 0, 1) == 1;
+  // a buffer index's terms that move with a lane last (laneTermsLast; 0: as they are). CPU only; not by
+  // default on LLVM, which reassociates the sums itself: no network ran faster, and ShuffleNet's grouped 1x1
+  // convolutions (k9, k12, k15, k18) took 43 -> 88-102 us each (2 threads, alternating)
+  bool laneLast = pc.intOption("lane-terms-last", pc.target.name == "llvm" ? 0 : 1, 0, 1) == 1 && !gpu;
   rewriteKernelBodies(g, [&](const UOp *call) {
     Linearizer l(c);
     l.gpu = gpu;
@@ -762,7 +822,7 @@ void runLinearize(Graph &g, const PassContext &pc) {
     l.planesAhead = planes;
     l.splitSeams = seams;
     l.maxBlock = pc.target.gpuGrid ? std::max<int64_t>(1, pc.target.maxThreadsPerBlock) : 256;
-    return l.run(call->src(0));
+    return l.run(laneLast ? laneTermsLast(c, call->src(0)) : call->src(0));
   });
 }
 
