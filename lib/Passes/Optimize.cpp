@@ -263,7 +263,7 @@ struct Optimizer {
       if (u->op == Op::RANGE) next = std::max(next, rangeNumber(u) + 1);
     std::vector<Piece> before, after;
     Piece main{s.store, s.axes, s.sizes, {}, {}, {}};
-    std::vector<bool> done(s.axes.size(), false), unrolled(s.reduceRanges.size(), false);
+    std::vector<bool> done(s.axes.size(), false), unrolled(s.reduceRanges.size(), false), merged(s.axes.size(), false);
     std::vector<Opt> relayoutOpts;
     std::vector<const Arg *> texts;
     auto shifted = [&](const UOp *r, int64_t by) { return by ? c.make(Op::ADD, r->dtype, {r, c.constInt(r->dtype, by)}) : r; };
@@ -298,6 +298,7 @@ struct Optimizer {
         main.axes[o.axis + 1] = rangeLike(c, rx, 1, next++, std::nullopt);
         main.sizes[o.axis + 1] = 1;
         done[o.axis + 1] = true;
+        merged[o.axis] = true;
         continue;
       }
       bool onReduction = o.kind == Opt::Partial || o.kind == Opt::Unroll;
@@ -413,10 +414,22 @@ struct Optimizer {
       // innermost, would copy one element a plane; its own innermost loop runs along the rows. DenseNet-121's
       // copy of 160 channels at 56x56 beside its 3x3 convolution, one thread: 233 -> 159-163 us)
       upcast(main);
+      // (nor a piece of a merged loop whose reads do not move by a constant stride along it: a pool beside a
+      // merged convolution, reading row (p / 28) * 2 and column (p % 28) * 2 of merged pixel p, whose lanes
+      // would each load alone, a gather; a loop of its pixels instead. ShuffleNet's k8, 2 threads: 117 -> 69 us.
+      // Only after a merge: a padded convolution's gated border pieces keep their lanes)
+      auto gathers = [&](const Piece &p) {
+        const UOp *r = p.axes[o.axis];
+        if (!r || !merged[o.axis]) return false;
+        for (const UOp *u : toposort(p.store))
+          if (u->op == Op::INDEX && u->nsrc >= 2 && u->src(0)->op == Op::PARAM && u != p.store->src(0) && dependsOn(u->src(1), r) && !indexStride(u->src(1), r))
+            return true;
+        return false;
+      };
       for (Piece &p : before)
-        if (!copyPiece(p)) upcast(p);
+        if (!copyPiece(p) && !gathers(p)) upcast(p);
       for (Piece &p : after)
-        if (!copyPiece(p)) upcast(p);
+        if (!copyPiece(p) && !gathers(p)) upcast(p);
     }
     size_t nargs = kernelArgs; // (the next argument a piece's own read takes: relayoutPiece, relayoutRestPiece)
     for (const Opt &o : relayoutOpts) {
