@@ -191,7 +191,7 @@ struct Optimizer {
     if (found == out.end()) bad("the loop is not upcast in the piece that reads the buffer first");
     if (found->restSlot < 0) found->restSlot = static_cast<int64_t>(nargs++);
     ParamArg pa = ParamArg::decode(found->param->arg);
-    pa.slot = nargs;
+    pa.slot = static_cast<size_t>(found->restSlot);
     const UOp *w = c.make(Op::PARAM, found->param->dtype, {found->param->src(0)}, pa.encode(c));
     std::unordered_map<const UOp *, const UOp *> sub;
     for (const UOp *u : toposort(p.store))
