@@ -651,6 +651,7 @@ struct Linearizer {
   int64_t prefetchAhead = 0;  ///< CPU: how many bytes ahead a register tile's weight stream is prefetched (0: none)
   int64_t chunksAhead = 0;    ///< CPU: how many chunks ahead a register tile's input is prefetched (0: none)
   bool planesAhead = false;   ///< CPU: a register tile's input in planes prefetched a few steps ahead
+  bool nextSlabs = false;     ///< CPU: a weight stream's next slab prefetched over the rows that reuse the current one
   bool splitSeams = true;     ///< CPU: a reduction range cut at a concatenation's seams (seamsOf)
   int64_t nextRange = 0;      ///< the number the next RANGE made here takes (above every range of the kernel)
 
@@ -662,7 +663,11 @@ struct Linearizer {
       if (b->key) site.open.push_back(b->key);
     std::vector<linearize::Prefetch> all;
     auto add = [&](std::vector<linearize::Prefetch> v) { all.insert(all.end(), v.begin(), v.end()); };
-    if (prefetchAhead > 0) add(linearize::weightStreams(site, prefetchAhead));
+    if (prefetchAhead > 0) {
+      std::vector<linearize::Prefetch> streams = linearize::weightStreams(site, prefetchAhead);
+      add(streams);
+      if (nextSlabs) add(linearize::nextSlabs(site, streams));
+    }
     if (chunksAhead > 0) add(linearize::blockChunks(site, chunksAhead));
     if (planesAhead) add(linearize::planeSteps(site));
     for (const auto &[x, i] : all) {
@@ -805,6 +810,8 @@ void runLinearize(Graph &g, const PassContext &pc) {
   int64_t chunks = pc.intOption("prefetch-chunks", 2, 0, 64);
   // a register tile's input in planes prefetched a few steps ahead (planeSteps; 0: not)
   bool planes = pc.intOption("prefetch-planes", 1, 0, 1) == 1;
+  // a register tile's weight stream's next slab prefetched over the rows that reuse this one (nextSlabs; 0: not)
+  bool slabs = pc.intOption("prefetch-next", 1, 0, 1) == 1;
   // a reduction range cut at a concatenation's seams (seamsOf; 0: not). Not by default on LLVM, whose loop
   // vectorizer left a piece's lanes unrolled into scalar loads of the weights (SqueezeNet's squeeze layers and
   // classifier, 2 threads, alternating: 215 -> 52 us and 1055 -> 742 without the cut)
@@ -820,6 +827,7 @@ void runLinearize(Graph &g, const PassContext &pc) {
     l.prefetchAhead = prefetch;
     l.chunksAhead = chunks;
     l.planesAhead = planes;
+    l.nextSlabs = slabs;
     l.splitSeams = seams;
     l.maxBlock = pc.target.gpuGrid ? std::max<int64_t>(1, pc.target.maxThreadsPerBlock) : 256;
     return l.run(laneLast ? laneTermsLast(c, call->src(0)) : call->src(0));

@@ -132,6 +132,94 @@ std::vector<Prefetch> weightStreams(const PrefetchSite &s, int64_t prefetchAhead
   return out;
 }
 
+std::vector<Prefetch> nextSlabs(const PrefetchSite &s, const std::vector<Prefetch> &streams) {
+  Context &c = s.c;
+  const UOp *r = s.u->src(1);
+  auto rn = sizeOf(r, int64_t(1) << 30);
+  if (!rn || *rn < 1) return {};
+  int64_t n = *rn;
+  std::vector<Prefetch> out;
+  std::unordered_set<const UOp *> seen;
+  for (const auto &[x, unused] : streams) {
+    (void)unused;
+    const UOp *idx = x->src(1);
+    if (!seen.insert(x).second) continue;
+    auto step = indexStride(idx, r);
+    int64_t elem = static_cast<int64_t>(dtypeSize(x->dtype)), lineElems = 64 / std::max<int64_t>(1, elem);
+    if (!step || *step <= 0 || lineElems < 1) continue;
+    int64_t slab = *step * n; // elements
+    if (slab * elem < 16384 || slab * elem > (int64_t(1) << 20)) continue;
+    const std::vector<const UOp *> &free = s.free.at(idx);
+    auto depends = [&](const UOp *q) { return std::find(free.begin(), free.end(), q) != free.end(); };
+    // p: the one open loop (r aside) the read depends on
+    const UOp *p = nullptr;
+    size_t pAt = 0;
+    bool one = true;
+    for (size_t k = 0; k < s.open.size(); ++k)
+      if (s.open[k] != r && s.open[k]->op == Op::RANGE && depends(s.open[k])) {
+        one = one && !p;
+        p = s.open[k], pAt = k;
+      }
+    auto pn = p ? sizeOf(p, int64_t(1) << 30) : std::nullopt;
+    if (!one || !p || !pn || *pn < 2) continue;
+    // the index with p at v, every other range at 0
+    SymbolicCtx sc;
+    auto at = [&](const UOp *pv) {
+      std::unordered_map<const UOp *, const UOp *> m;
+      for (const UOp *q : free) m[q] = c.constInt(q->dtype, 0);
+      m[p] = pv;
+      return simplifyWith(c, substitute(c, idx, m), symRules(), &sc);
+    };
+    auto atConst = [&](int64_t v) { return constOf(at(c.constInt(p->dtype, v))); };
+    const UOp *rows = nullptr, *next = nullptr;
+    int64_t nrows = 0;
+    if (indexStride(idx, p) == std::optional<int64_t>(slab)) {
+      // rows inside p: the open loop between p and r the read does not depend on
+      for (size_t k = pAt + 1; k < s.open.size(); ++k)
+        if (s.open[k] != r && s.open[k]->op == Op::RANGE && !depends(s.open[k])) {
+          auto b = sizeOf(s.open[k], 4096);
+          if (rows || !b) {
+            rows = nullptr;
+            break;
+          }
+          rows = s.open[k], nrows = *b;
+        }
+      next = at(c.make(Op::ADD, p->dtype, {p, c.constInt(p->dtype, 1)}));
+    } else {
+      // rows folded into p: a step of slab every R iterations of p (by evaluation)
+      for (const UOp *y : toposort(idx))
+        if (y->op == Op::CDIV && y->src(0) == p)
+          if (auto b = constOf(y->src(1)); b && *b >= 2) nrows = *b;
+      if (nrows < 2 || *pn % nrows || *pn / nrows < 2) continue;
+      bool steady = true;
+      auto base = atConst(0);
+      for (int64_t v = 0; v < std::min<int64_t>(*pn, 3 * nrows) && steady; ++v)
+        steady = base && atConst(v) == std::optional<int64_t>(*base + v / nrows * slab);
+      if (!steady) continue;
+      rows = c.make(Op::CMOD, p->dtype, {p, c.constInt(p->dtype, nrows)});
+      next = at(c.make(Op::ADD, p->dtype, {p, c.constInt(p->dtype, nrows)}));
+    }
+    // (rows of 7x7 maps: with 14 rows, the first a fourteenth of the work, ResNet-50's and Inception v2's 14x14
+    // kernels ran 1-3% slower with these prefetches, those at 7x7 4-12% faster)
+    if (!rows || nrows < 2 || nrows > 8) continue;
+    int64_t lines = (slab * elem + 63) / 64, slots = (nrows - 1) * n;
+    int64_t k = (lines + slots - 1) / slots, total = slots * k;
+    // slot ((rows - 1) x n + r) x k + j, line slot x lines / total
+    const UOp *slot = c.make(Op::MUL, idx->dtype,
+                             {c.make(Op::ADD, idx->dtype,
+                                     {c.make(Op::MUL, idx->dtype, {c.make(Op::ADD, idx->dtype, {rows, c.constInt(idx->dtype, -1)}), c.constInt(idx->dtype, n)}), r}),
+                              c.constInt(idx->dtype, k)});
+    for (int64_t j = 0; j < k; ++j) {
+      const UOp *line = total == lines ? c.make(Op::ADD, idx->dtype, {slot, c.constInt(idx->dtype, j)}) : c.make(Op::CDIV, idx->dtype,
+                               {c.make(Op::MUL, idx->dtype, {c.make(Op::ADD, idx->dtype, {slot, c.constInt(idx->dtype, j)}), c.constInt(idx->dtype, lines)}),
+                                c.constInt(idx->dtype, total)});
+      out.push_back({x, simplifyWith(c, c.make(Op::ADD, idx->dtype, {next, c.make(Op::MUL, idx->dtype, {line, c.constInt(idx->dtype, lineElems)})}),
+                                     symRules(), &sc)});
+    }
+  }
+  return out;
+}
+
 std::vector<Prefetch> blockChunks(const PrefetchSite &s, int64_t chunksAhead) {
   Context &c = s.c;
   const UOp *r = s.u->src(1);

@@ -62,4 +62,16 @@ std::vector<Prefetch> blockChunks(const PrefetchSite &s, int64_t chunks);
 /// threads in a harness: 1093-1169 -> 1025-1057 us warm, 1427-1491 -> 1244-1277 with its input flushed.
 std::vector<Prefetch> planeSteps(const PrefetchSite &s);
 
+/// The next slab of a weight stream (one of `streams`, weightStreams' prefetches), spread over the rows that
+/// reuse the current one: a read whose stream along r is all of a slab of S = step x r's iterations elements
+/// (a channel tile's weights, [tile][input channel][tap][lane]) that moves to the next slab with an outer loop
+/// p (by S a step of p, the rows a loop between p and r on which the read does not depend; or by S every R steps
+/// of p, the rows p % R). The first row's pass over a slab reads it from memory (a network's weights are out of
+/// the caches), a tile's worth of multiply-adds a line: ResNet-50's 3x3 convolution 512 -> 512 at 7x7 (a slab of
+/// 590 KB, 7 rows), 2 threads, the weights flushed: 1077-1108 us against 841-851 in the caches. During rows 1 to
+/// R - 1 of slab p, this prefetches slab p + 1's lines, T = (R - 1) x r's iterations x k slots for its L lines (k
+/// a step, T at least L), slot t line t x L / T; row 0's slots, negative, reach the current slab's last lines.
+/// Slabs of 16 KB to 1 MB.
+std::vector<Prefetch> nextSlabs(const PrefetchSite &s, const std::vector<Prefetch> &streams);
+
 } // namespace uopc::linearize
