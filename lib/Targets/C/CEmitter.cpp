@@ -707,48 +707,36 @@ std::vector<bool> windowLoops(std::span<const UOp *const> items, const std::vect
   });
 }
 
-/// Per RANGE item of `items` (in order, as laneLoops): whether it is a register tile's window loop, unrolled: a
-/// reduction loop of 2 to 5 iterations whose only loops inside are the tile's outer lanes (tileOuter) and their
-/// vector lanes, and perhaps window loops like it, where
-/// - the tile has at most 64 accumulator lanes and no window loop inside (a first convolution's 3 input channels
-///   x 3x3 window into 8 channels x 8 pixels: the innermost window loop). Unrolled, its 3-5 steps run without a
-///   loop's branch and index updates between steps of only 8 multiply-adds: ShuffleNet's first convolution (3 ->
-///   24 at 112x112, 8 x 8 lanes), one thread, alternating 3 rounds: 755-757 -> 496-516 us (gcc 0.09 -> 0.23 s).
-///   Unrolling the window loops around it as well took gcc 4.1 s for that kernel, and ran slower (668 us);
-/// - or the tile has 65 to 288 lanes (at most 18 vectors of 16 floats) and the window loops from this one in
-///   take at most 2592 multiply-add lanes a step of the loop around them (a 3x3 window over 9 pixels x 32
-///   channels): every window loop of the tile is unrolled, its 9 taps one run of straight code. Kernels of the
-///   networks, one thread in a harness, fastest of 4-6 alternating rounds: 9 pixels x 32 channels (Inception
-///   v1's 3x3 convolutions at 27x27) 2259 -> 1845 us and 1185 -> 965, 7 x 32 (Inception v2's at 7x7) 368 -> 323,
-///   (ResNet-50's stride-2 one) 1695 -> 1507, (DenseNet-121's) 49 -> 35, 13 x 16 (Inception v1's at 13x13) 457 ->
-///   377, 11 x 16 (SqueezeNet's first convolution) 478 -> 416, 5 x 32 (ZFNet-512's) 5095 -> 4699; 6 x 32
-///   (Inception v1's at 6x6) 213 -> 228, the one slower. Larger tiles ran slower unrolled (gcc keeps fewer
-///   of their accumulators in registers): 11 x 32 4236 -> 4469, 12 x 32 (AlexNet) 1446 -> 2067, 13 x 32 938 ->
-///   1303, 14 x 32 (Inception v2's 3x3 at 28x28) 811 -> 1310.
+/// Per RANGE item of `items` (in order, as laneLoops): whether it is a reduction loop of 2 to 5 iterations
+/// whose only loops inside are a register tile's outer lanes (tileOuter) and their vector lanes, of at most 288
+/// accumulator lanes in all (18 vectors of 16 floats): a tile's innermost window loop, unrolled. Its 3-5 steps
+/// then run without a loop's branch and index updates between steps of a few multiply-adds a vector:
+/// - ShuffleNet's first convolution (3 -> 24 at 112x112, 8 x 8 lanes), one thread, alternating 3 rounds:
+///   755-757 -> 496-516 us (gcc 0.09 -> 0.23 s). Unrolling the window loops around it as well took gcc 4.1 s
+///   for that kernel, and ran slower (668 us);
+/// - (2026-12-06) 65 to 288 lanes, one thread in a harness, fastest of 5 alternating rounds: Inception v1's 3x3
+///   convolutions at 27x27 (9 pixels x 32 channels) 2374 -> 1944 us, at 13x13 (13 x 16) 457 -> 419, Inception
+///   v2's at 7x7 (7 x 32) 368 -> 343; gcc 0.14 -> 0.15 s for such a kernel. With the row loop around it
+///   unrolled too they ran 1922, 377 and 336 us, ResNet-50's stride-2 one at 7x7 1695 -> 1507 (unchanged with the
+///   innermost alone), but gcc took 0.26-0.57 s a kernel: DenseNet-121's first run, its build in an empty cache,
+///   4.48 -> 5.20-5.47 s for kernels no faster in the network, Inception v1's 2.39-2.43 -> 2.96-3.00 s.
+/// A larger tile's (14 x 32 lanes: Inception v2's 3x3 64 -> 192, DenseNet's 128 -> 32) ran slower with its
+/// window loop unrolled (Inception v2's 96 -> 96 at 28x28 811 -> 1166 us).
 std::vector<bool> tileWindowLoops(std::span<const UOp *const> items, const std::vector<bool> &laneLoops,
                                   const std::vector<bool> &tileOuter) {
   return perLoop(items, [&](const UOp *r, size_t, std::span<const UOp *const> body, std::span<const size_t> numbers) {
     if (!shortReduction(r)) return false;
-    bool tile = false, nested = false;
-    int64_t lanes = 1, taps = static_cast<int64_t>(*constTrips(r));
+    bool tile = false;
+    int64_t lanes = 1;
     for (size_t j = 0; j < body.size(); ++j) {
       if (body[j]->op != Op::RANGE) continue;
       size_t k = numbers[j];
       auto m = constTrips(body[j]);
-      if (!m) return false;
-      if (shortReduction(body[j]) && !tileOuter[k] && !laneLoops[k]) {
-        nested = true;
-        taps *= static_cast<int64_t>(*m);
-        if (taps > 25) return false;
-        continue;
-      }
-      if (!(tileOuter[k] || laneLoops[k]) || lanes * static_cast<int64_t>(*m) > 288) return false;
+      if (!(tileOuter[k] || laneLoops[k]) || !m || lanes * static_cast<int64_t>(*m) > 288) return false;
       lanes *= static_cast<int64_t>(*m);
       tile = tile || tileOuter[k];
     }
-    if (!tile) return false;
-    if (lanes <= 64) return !nested;
-    return taps * lanes <= 2592;
+    return tile;
   });
 }
 
