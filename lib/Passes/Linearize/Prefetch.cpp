@@ -140,9 +140,8 @@ std::vector<Prefetch> nextSlabs(const PrefetchSite &s, const std::vector<Prefetc
   int64_t n = *rn;
   std::vector<Prefetch> out;
   std::unordered_set<const UOp *> seen;
-  for (const auto &[x, unused] : streams) {
-    (void)unused;
-    const UOp *idx = x->src(1);
+  for (const Prefetch &stream : streams) {
+    const UOp *x = stream.first, *idx = x->src(1);
     if (!seen.insert(x).second) continue;
     auto step = indexStride(idx, r);
     int64_t elem = static_cast<int64_t>(dtypeSize(x->dtype)), lineElems = 64 / std::max<int64_t>(1, elem);
