@@ -812,10 +812,11 @@ void runLinearize(Graph &g, const PassContext &pc) {
   bool planes = pc.intOption("prefetch-planes", 1, 0, 1) == 1;
   // a register tile's weight stream's next slab prefetched over the rows that reuse this one (nextSlabs; 0: not)
   bool slabs = pc.intOption("prefetch-next", 1, 0, 1) == 1;
-  // a reduction range cut at a concatenation's seams (seamsOf; 0: not). Not by default on LLVM, whose loop
-  // vectorizer left a piece's lanes unrolled into scalar loads of the weights (SqueezeNet's squeeze layers and
-  // classifier, 2 threads, alternating: 215 -> 52 us and 1055 -> 742 without the cut)
-  bool seams = pc.intOption("seams", pc.target.name == "llvm" ? 0 : 1, 0, 1) == 1;
+  // a reduction range cut at a concatenation's seams (seamsOf; 0: not). On LLVM too since its index `or`s are
+  // marked disjoint through their terms (Targets/LLVM/Machines.cpp MarkDisjointOrs): before, the SLP vectorizer
+  // took a seam piece's weights, `(r << 4 | c) | 4096`, for scalar loads (SqueezeNet, LLVM, 2 threads,
+  // alternating: 3.30 -> 3.11 ms with the cut, where it had been 3.4 -> 4.0 without that fix)
+  bool seams = pc.intOption("seams", 1, 0, 1) == 1;
   // a buffer index's terms that move with a lane last (laneTermsLast; 0: as they are). CPU only; not by
   // default on LLVM, which reassociates the sums itself: no network ran faster, and ShuffleNet's grouped 1x1
   // convolutions (k9, k12, k15, k18) took 43 -> 88-102 us each (2 threads, alternating)

@@ -48,6 +48,10 @@ struct PassTarget {
   /// (for the weights' vectors and the broadcast input): 448 with AVX-512 (28 of 32 64-byte registers), 96
   /// with AVX2 (12 of 16 32-byte registers), the default where the kernels are built for another CPU.
   int64_t tileLanes = 96;
+  /// The lanes a channel tile may take whose reads have no condition that moves along its output loops (no
+  /// border gate in the tile; a concatenation's seam, a condition on the reduction alone, is cut by linearize):
+  /// tileLanes, but all of AVX-512's 448 on llvm too, whose cap of 256 (Machine.cpp) is for gated tiles.
+  int64_t ungatedTileLanes = 96;
   /// The ops the target's renderer does not spell: the decompose pass writes them with ops it has
   /// (THREEFRY on llvm and ptx; the C target has a helper for it).
   std::vector<Op> lacks;

@@ -100,8 +100,8 @@ std::optional<std::vector<Opt>> chooseChannelTile(Context &c, const Shape &s,
                                                   const std::vector<std::vector<std::optional<int64_t>>> &strides,
                                                   const std::vector<std::optional<std::pair<int64_t, int64_t>>> &interior,
                                                   int64_t vec, const PassTarget &target) {
-  const int64_t tileLanes = target.tileLanes;
   size_t elem = 4;
+  const std::vector<const UOp *> conditions = conditionsOf(s.reads);
   for (const UOp *red : s.reduces) elem = std::max<size_t>(elem, dtypeSize(red->dtype));
   // (the accumulators of reductions over different loops are not live at once: linearize runs each
   // reduction's loop to its end before the next begins, a finished one waiting in memory for the store;
@@ -117,6 +117,11 @@ std::optional<std::vector<Opt>> chooseChannelTile(Context &c, const Shape &s,
   for (size_t oa = 0; oa < s.axes.size(); ++oa) {
     if (interior[oa]) continue;
     int64_t n = s.sizes[oa];
+    // the accumulator lanes: PassTarget::ungatedTileLanes where no read's condition moves along an output loop
+    bool gated = false;
+    for (const UOp *g : conditions)
+      for (const UOp *a : s.axes) gated = gated || indexStride(g, a) != std::optional<int64_t>(0);
+    const int64_t tileLanes = gated ? target.tileLanes : target.ungatedTileLanes;
     int64_t lanes = 0;
     // the most lanes, up to 128 bytes, that divide the channels and leave the registers room for a reuse
     // upcast of 3 (with AVX2's 96 accumulator lanes, 32 x 3: ResNet-50, one thread on Zen 3, 164 ms, where 16 x 6
@@ -180,7 +185,16 @@ std::optional<std::vector<Opt>> chooseChannelTile(Context &c, const Shape &s,
     if (lanes > vec && n % vec == 0 && row <= 16 && weightPanelBytes(s, weights, lanes) > target.l2Bytes) lanes = vec, chanCut = n;
     // (one vector of lanes leaves two more registers to the accumulators: a weight vector and a broadcast
     // are all it loads)
-    int64_t budget = std::max<int64_t>(1, (tileLanes + (lanes <= vec ? 2 * vec : 0)) / (lanes * live));
+    // (a strided window, a read moving along the reuse axis 2-4 times as far as along a reduction loop: a
+    // first convolution's, stride 2 or 4, keeps PassTarget::tileLanes. LLVM, 2 threads, alternating: 8 -> 14
+    // pixels took Inception v2's 615 -> 702 us, DenseNet-121's 642 -> 714, 6 -> 9 AlexNet's 583 -> 634)
+    int64_t accLanes = tileLanes;
+    for (size_t k = 0; k < s.reads.size(); ++k)
+      if (auto st = strides[k][*ra]; st && *st != 0 && std::find(weights.begin(), weights.end(), k) == weights.end())
+        for (const UOp *r : s.reduceRanges)
+          if (auto rs = indexStride(s.reads[k]->src(1), r); rs && *rs != 0 && *st % *rs == 0 && *st / *rs >= 2 && *st / *rs <= 4)
+            accLanes = target.tileLanes;
+    int64_t budget = std::max<int64_t>(1, (accLanes + (lanes <= vec ? 2 * vec : 0)) / (lanes * live));
     // the amount covering most of `span` pixels in whole tiles, the larger on a tie (at least 4, fewer only for
     // a shorter span), and the pixels it covers. A tile of one vector of channels takes a span of up to 16
     // whole (SqueezeNet's classifier, 1000 channels in 8 lanes over rows of 13: 13 pixels, one thread, 3.4 ms

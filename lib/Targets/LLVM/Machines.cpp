@@ -14,6 +14,7 @@
 #include <llvm/IR/DiagnosticInfo.h>
 #include <llvm/IR/InstIterator.h>
 #include <llvm/IR/Operator.h>
+#include <llvm/IR/PatternMatch.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/PassManager.h>
@@ -225,24 +226,40 @@ namespace {
 /// vectorizer. InstCombine turns an index's `outer * 128 + inner` into `or disjoint`, and LLVM 19's Reassociate
 /// rewrites it as a plain `or`, which ScalarEvolution cannot read as an add: the vectorizer then took the
 /// loop's consecutive loads and stores for gathers and scatters, 16 extracts and scalar accesses a vector
-/// (the encoder's softmax exp kernel, LLVM, 844 us against C's 345). Disjoint where one operand's known
-/// trailing zero bits cover the other's largest value (ScalarEvolution's unsigned range: a loop counter's).
+/// (the encoder's softmax exp kernel, LLVM, 844 us against C's 345). Disjoint where the bits each operand may
+/// set do not meet: a value's possible bits are those its known bits leave open, below its largest value
+/// (ScalarEvolution's unsigned range: a loop counter's), and for an `or` or a shift by a constant those of its
+/// operands (an `or` of a counter's lanes and a concatenation's offset into the weights, `(r << 4 | c) | 4096`,
+/// where neither the known bits nor the range of the whole say it: the SLP vectorizer then took a channel
+/// tile's 16 weights for 16 scalar loads, SqueezeNet's classifier cut at its input's seam).
 struct MarkDisjointOrs : llvm::PassInfoMixin<MarkDisjointOrs> {
   llvm::PreservedAnalyses run(llvm::Function &f, llvm::FunctionAnalysisManager &fam) {
     const llvm::DataLayout &dl = f.getParent()->getDataLayout();
     llvm::ScalarEvolution &se = fam.getResult<llvm::ScalarEvolutionAnalysis>(f);
-    auto below = [&](llvm::Value *low, llvm::Value *high, const llvm::Instruction *at) {
-      unsigned zeros = llvm::computeKnownBits(high, dl, 0, nullptr, at).countMinTrailingZeros();
-      if (zeros == 0 || !se.isSCEVable(low->getType())) return false;
-      llvm::ConstantRange r = se.getUnsignedRange(se.getSCEV(low));
-      return zeros >= r.getBitWidth() || r.getUnsignedMax().ult(llvm::APInt::getOneBitSet(r.getBitWidth(), zeros));
+    // (a recursion of at most 4 levels into `or`s and shifts: an index's terms)
+    auto possible = [&](auto &self, llvm::Value *v, const llvm::Instruction *at, int depth) -> llvm::APInt {
+      llvm::APInt bits = ~llvm::computeKnownBits(v, dl, 0, nullptr, at).Zero;
+      if (se.isSCEVable(v->getType())) {
+        llvm::ConstantRange r = se.getUnsignedRange(se.getSCEV(v));
+        bits &= llvm::APInt::getLowBitsSet(bits.getBitWidth(), r.getUnsignedMax().getActiveBits());
+      }
+      auto *i = llvm::dyn_cast<llvm::Instruction>(v);
+      if (!i || depth >= 4) return bits;
+      const llvm::APInt *amount = nullptr;
+      if (i->getOpcode() == llvm::Instruction::Or)
+        bits &= self(self, i->getOperand(0), at, depth + 1) | self(self, i->getOperand(1), at, depth + 1);
+      else if (i->getOpcode() == llvm::Instruction::Shl && llvm::PatternMatch::match(i->getOperand(1), llvm::PatternMatch::m_APInt(amount)) &&
+               amount->ult(bits.getBitWidth()))
+        bits &= self(self, i->getOperand(0), at, depth + 1).shl(*amount);
+      return bits;
     };
     bool changed = false;
     for (llvm::Instruction &i : llvm::instructions(f)) {
       auto *o = llvm::dyn_cast<llvm::PossiblyDisjointInst>(&i);
       if (!o || o->isDisjoint() || !i.getType()->isIntegerTy()) continue;
       llvm::Value *a = i.getOperand(0), *b = i.getOperand(1);
-      if (llvm::haveNoCommonBitsSet(a, b, llvm::SimplifyQuery(dl, &i)) || below(a, b, &i) || below(b, a, &i)) {
+      if (llvm::haveNoCommonBitsSet(a, b, llvm::SimplifyQuery(dl, &i)) ||
+          !possible(possible, a, &i, 0).intersects(possible(possible, b, &i, 0))) {
         o->setIsDisjoint(true);
         se.forgetValue(&i);
         changed = true;
