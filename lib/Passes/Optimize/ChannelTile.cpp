@@ -101,7 +101,6 @@ std::optional<std::vector<Opt>> chooseChannelTile(Context &c, const Shape &s,
                                                   const std::vector<std::optional<std::pair<int64_t, int64_t>>> &interior,
                                                   int64_t vec, const PassTarget &target) {
   size_t elem = 4;
-  const std::vector<const UOp *> conditions = conditionsOf(s.reads);
   for (const UOp *red : s.reduces) elem = std::max<size_t>(elem, dtypeSize(red->dtype));
   // (the accumulators of reductions over different loops are not live at once: linearize runs each
   // reduction's loop to its end before the next begins, a finished one waiting in memory for the store;
@@ -114,14 +113,14 @@ std::optional<std::vector<Opt>> chooseChannelTile(Context &c, const Shape &s,
     std::sort(loops.begin(), loops.end());
     live = std::max(live, ++together[loops]);
   }
+  // the accumulator lanes: PassTarget::ungatedTileLanes where no read's condition moves along an output loop
+  bool gated = false;
+  for (const UOp *g : conditionsOf(s.reads))
+    for (const UOp *a : s.axes) gated = gated || indexStride(g, a) != std::optional<int64_t>(0);
+  const int64_t tileLanes = gated ? target.tileLanes : target.ungatedTileLanes;
   for (size_t oa = 0; oa < s.axes.size(); ++oa) {
     if (interior[oa]) continue;
     int64_t n = s.sizes[oa];
-    // the accumulator lanes: PassTarget::ungatedTileLanes where no read's condition moves along an output loop
-    bool gated = false;
-    for (const UOp *g : conditions)
-      for (const UOp *a : s.axes) gated = gated || indexStride(g, a) != std::optional<int64_t>(0);
-    const int64_t tileLanes = gated ? target.tileLanes : target.ungatedTileLanes;
     int64_t lanes = 0;
     // the most lanes, up to 128 bytes, that divide the channels and leave the registers room for a reuse
     // upcast of 3 (with AVX2's 96 accumulator lanes, 32 x 3: ResNet-50, one thread on Zen 3, 164 ms, where 16 x 6
