@@ -407,7 +407,9 @@ struct Linearizer {
   /// its remainder, so that the threads share out many iterations, not few (3 over 2 threads: one third of
   /// the time one thread idles; Inception v1 and v2 had 13-15% of their work in such kernels). Each piece of
   /// a split kernel on its own (threadLoop lays them end to end). Other stores unchanged.
-  const UOp *fuseShortOuterLoops(const UOp *body) {
+  /// `single`: loops of one iteration too (a pad's copy whose channels are all one upcast: SqueezeNet's 16 of
+  /// 16, 1 x 57 x 57), for a kernel the threads could not split otherwise.
+  const UOp *fuseShortOuterLoops(const UOp *body, bool single = false) {
     auto plain = [](const UOp *u) {
       return u->op == Op::RANGE && u->nsrc == 1 && u->arg && u->arg->kind == ArgKind::Tuple && u->arg->count >= 2 &&
              u->arg->elems()[0]->kind == ArgKind::Int && u->arg->elems()[1]->kind == ArgKind::AxisType &&
@@ -428,21 +430,22 @@ struct Linearizer {
         const UOp *cur = ends.back(), *r = cur->src(1), *r2 = cur->src(2), *st = cur->src(0);
         if (!plain(r) || !plain(r2) || st->op != Op::STORE || st->src(0)->op != Op::INDEX) break;
         auto n = constBound(r->src(0)), m = constBound(r2->src(0));
-        if (!n || !m || *n < 2 || *n >= 16 || *m < 2 || Bound(*n) * *m > INT32_MAX) break;
+        if (!n || !m || *n < (single ? 1 : 2) || *n >= 16 || *m < 2 || Bound(*n) * *m > INT32_MAX) break;
         analyze(st); // (a store fused once already is new)
         const std::vector<const UOp *> &moves = freeRanges.at(st->src(0)->src(1));
-        if (!std::binary_search(moves.begin(), moves.end(), r) || !std::binary_search(moves.begin(), moves.end(), r2))
+        if ((*n > 1 && !std::binary_search(moves.begin(), moves.end(), r)) || !std::binary_search(moves.begin(), moves.end(), r2))
           break;
         // a register tile's store: its reductions run inside the next loop (one computed per row of a
-        // layernorm and read along its columns would run again for every column)
-        bool tile = false, inside = true;
+        // layernorm and read along its columns would run again for every column); or a store with no
+        // reduction (a pad's or a concatenation's copy: nothing is computed again)
+        bool tile = false, inside = true, reduces = false;
         for (const UOp *u : toposort(st->src(1)))
           if (u->op == Op::REDUCE) {
             const auto &fr = freeRanges.at(u);
-            tile = true;
+            tile = reduces = true;
             inside = inside && std::binary_search(fr.begin(), fr.end(), r2);
           }
-        if (!tile || !inside) break;
+        if ((!tile && reduces) || !inside) break;
         DType dt = r->dtype;
         const UOp *&f = fusedOf[{r, r2}];
         if (!f) {
@@ -466,7 +469,7 @@ struct Linearizer {
 
   /// CPU threads: the kernel's outermost loop, split across threads by the runner, when every store of the
   /// kernel runs in the same constant outer range and its index depends on it, nothing races, and the work is at least
-  /// minWork (ops + loads). That RANGE becomes AxisType THREAD (its iterations [lo, hi) are the function's
+  /// minWork (ops + loads + stores). That RANGE becomes AxisType THREAD (its iterations [lo, hi) are the function's
   /// last two arguments): each output element is computed by the same code in the same order whichever
   /// thread runs it, so results are bitwise the same for every thread count.
   /// A kernel whose stores run in loops of their own (the optimizer's pieces of a split outermost loop: a
@@ -475,7 +478,12 @@ struct Linearizer {
   const UOp *threadLoop(const UOp *body, int64_t minWork) {
     // (short outer loops fused only in a kernel the threads split: fuseShortOuterLoops)
     const UOp *split = threadLoopOf(body, minWork);
-    if (split == body) return body;
+    if (split == body) { // (an outer loop of one iteration: the next one split instead, where that splits)
+      const UOp *fused = fuseShortOuterLoops(body, true);
+      if (fused == body) return body;
+      const UOp *fusedSplit = threadLoopOf(fused, minWork);
+      return fusedSplit == fused ? body : fusedSplit;
+    }
     const UOp *fused = fuseShortOuterLoops(body);
     return fused == body ? split : threadLoopOf(fused, minWork);
   }
@@ -513,9 +521,12 @@ struct Linearizer {
     std::map<const UOp *, int64_t> pieceWork;
     for (const UOp *e : body->src()) {
       KernelWork w = kernelWork(c.make(Op::SINK, body->dtype, {e}));
-      auto ops = w.ops.constant(), loads = w.loads.constant();
-      if (!ops || !loads) return body;
-      int64_t storeWork = std::min<int64_t>(*ops, INT64_MAX / 4) + std::min<int64_t>(*loads, INT64_MAX / 4);
+      auto ops = w.ops.constant(), loads = w.loads.constant(), stores = w.stores.constant();
+      if (!ops || !loads || !stores) return body;
+      // (stores count too: a pad's copy, 115 K stores of 100 K loads and no operation, ran on one thread,
+      // 35-41 us each of DenseNet-121's 28x28 ones)
+      int64_t storeWork = std::min<int64_t>(*ops, INT64_MAX / 4) + std::min<int64_t>(*loads, INT64_MAX / 4) +
+                          std::min<int64_t>(*stores, INT64_MAX / 4);
       work = std::min<int64_t>(INT64_MAX / 4, work + storeWork);
       int64_t &pw = pieceWork[e->src(1)];
       pw = std::min<int64_t>(INT64_MAX / 4, pw + storeWork);
@@ -803,7 +814,7 @@ void runLinearize(Graph &g, const PassContext &pc) {
   // CPU threads (see threadLoop): off with threads=0; the least work worth a split
   // (on by default whatever this machine has: the kernel may be split, the runner chooses how many threads)
   bool threads = pc.intOption("threads", 1, 0, 1) == 1;
-  int64_t minWork = pc.intOption("thread-min-work", int64_t(1) << 17, 0, INT64_MAX);
+  int64_t minWork = pc.intOption("thread-min-work", int64_t(1) << 15, 0, INT64_MAX);
   // a register tile's weight stream prefetched this many bytes ahead (Linearize/Prefetch.h weightStreams; 0: none)
   int64_t prefetch = pc.intOption("prefetch", 4096, 0, int64_t(1) << 20);
   // a register tile's input prefetched this many chunks ahead (blockChunks; 0: none)
