@@ -344,6 +344,78 @@ std::optional<Opt> seamSplit(Context &c, const Shape &s) {
   return std::nullopt;
 }
 
+/// A copy's opts (a kernel with no reduction: a concatenation's parts, a padding), nullopt where none applies.
+/// A concatenation (the stored value a sum of reads, each gated by a condition on one output loop a alone:
+/// tinygrad pads each part to the whole and adds) is cut at every seam along a, a split each (split:a:LO:N cuts
+/// the main piece's [0, LO) off; the main piece is then the rest), so that each piece copies one part with no
+/// gate; its two innermost loops merged first where every read and the store move along them as one (a
+/// 13x13 plane, one loop of 169: the copy's inner loop whole vectors). Inception v1's concatenation of four
+/// parts into 832 channels at 13x13 (k81), 2 threads: gcc had unswitched the four gated loads along rows of 13.
+/// Every condition on no data must depend on that loop alone (a padding's, on rows and columns, is none).
+std::optional<std::vector<Opt>> chooseCopyOpts(Context &c, const Shape &shape) {
+  Shape s = shape; // (with the reads of the stored value: shapeOf takes a reduction's)
+  for (const UOp *x : toposort(s.store->src(1)))
+    if (x->op == Op::INDEX && x->nsrc >= 2 && x->src(0)->op == Op::PARAM) s.reads.push_back(x);
+  // (two parts or more: a padding of one buffer along its channels, an LRN's window, gained nothing cut
+  // at its two seams, ZFNet-512's 240 -> 265 us)
+  if (s.reads.size() < 2) return std::nullopt;
+  std::vector<const UOp *> conds = valueConditions(s.store->src(1));
+  if (conds.empty()) return std::nullopt;
+  RangeInfo ri;
+  for (size_t a = 0; a < s.axes.size(); ++a) {
+    int64_t n = s.sizes[a];
+    if (n > 4096) continue;
+    std::set<int64_t> seams;
+    bool other = false; // a condition that depends on another loop (a padding's)
+    for (const UOp *g : conds) {
+      if (readsData(g)) continue;
+      bool alone = true;
+      for (const UOp *u : toposort(g)) alone = alone && (u->op != Op::RANGE || u == s.axes[a]);
+      if (!alone) {
+        other = true;
+        break;
+      }
+      int prev = -1;
+      for (int64_t v = 0; v < n && seams.size() <= 16; ++v) {
+        const UOp *x = substitute(c, g, {{s.axes[a], c.constInt(s.axes[a]->dtype, v)}});
+        int t = ri.vmin(x) >= 1 ? 1 : ri.vmax(x) <= 0 ? 0 : -2;
+        if (t < 0) {
+          seams.clear();
+          break;
+        }
+        if (prev >= 0 && t != prev) seams.insert(v);
+        prev = t;
+      }
+    }
+    if (other || seams.empty() || seams.size() > 16) continue;
+    std::vector<Opt> opts;
+    // (the two innermost other loops merged where they copy as one: strides that fit, conditions constant
+    // along both)
+    size_t k = s.axes.size();
+    if (k >= 2 && a < k - 2) {
+      std::vector<std::vector<std::optional<int64_t>>> strides = readStrides(s);
+      size_t m = k - 2;
+      auto fits = [&](std::optional<int64_t> outer, std::optional<int64_t> inner) {
+        return outer && inner && *inner != 0 && *outer == *inner * s.sizes[m + 1];
+      };
+      bool ok = s.sizes[m] > 1 && s.sizes[m + 1] > 1 && fits(indexStride(s.store->src(0)->src(1), s.axes[m]), indexStride(s.store->src(0)->src(1), s.axes[m + 1]));
+      for (size_t r = 0; r < s.reads.size() && ok; ++r) ok = fits(strides[r][m], strides[r][m + 1]);
+      for (const UOp *g : conds)
+        ok = ok && indexStride(g, s.axes[m]) == std::optional<int64_t>(0) && indexStride(g, s.axes[m + 1]) == std::optional<int64_t>(0);
+      if (ok && s.sizes[m] * s.sizes[m + 1] <= INT32_MAX) opts.push_back({Opt::Merge, m, 1, 0});
+    }
+    int64_t from = 0;
+    for (int64_t cut : seams) {
+      opts.push_back({Opt::Split, a, cut - from, n - from});
+      from = cut;
+    }
+    return opts;
+  }
+  // (a padding keeps its loops: cut at its interior, its copy no longer wrote its output in blocks for the
+  // channel tile after it, blocked-layout's laneReader: DenseNet-121's 14x14 3x3 convolutions)
+  return std::nullopt;
+}
+
 /// The lanes of a vector tile along a loop of n iterations (its interior's when `inside`, whose remainder
 /// becomes border), 0 when none fits: two vectors or one that divide it (inside, any n >= vec: two unless one
 /// leaves less border); else a short
@@ -422,7 +494,12 @@ std::optional<std::vector<Opt>> selectMergedTile(const Shape &s, const std::vect
 } // namespace
 
 std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target, bool seams, bool groups, bool merges) {
-  if (s.reduces.empty() || s.reads.empty()) return {};
+  if (s.reduces.empty()) {
+    if (!seams) return {};
+    std::optional<std::vector<Opt>> copy = chooseCopyOpts(c, s);
+    return copy ? *copy : std::vector<Opt>{};
+  }
+  if (s.reads.empty()) return {};
   // a concatenation's parts first (seamSplit), then the opts of the main piece (a grouped convolution's
   // part blocked by its groups: ShuffleNet's concatenation of a pooled input and a grouped convolution)
   // (a seam between parts of like work, a channel shuffle's halves read from two buffers, leaves the
