@@ -31,6 +31,19 @@ int64_t weightPanelBytes(const Shape &s, const std::vector<size_t> &weights, int
   return total;
 }
 
+/// Whether output loop b moves some read other than the weights and no weight (every read at a constant
+/// stride along it): the tile's reuse axis and the pixel rows outside it are such loops.
+bool movesInputsOnly(const std::vector<std::vector<std::optional<int64_t>>> &strides, const std::vector<size_t> &weights,
+                     size_t b) {
+  bool moves = false;
+  for (size_t k = 0; k < strides.size(); ++k) {
+    bool w = std::find(weights.begin(), weights.end(), k) != weights.end();
+    if (!strides[k][b] || (w && *strides[k][b] != 0)) return false;
+    moves = moves || (!w && *strides[k][b] != 0);
+  }
+  return moves;
+}
+
 /// Cache blocks for a channel tile (output loop oa, its first `channels` iterations in blocks of `lanes`, the
 /// reads `weights` moving along it, reuse axis ra): the pixel rows rb outside the channel blocks. Without them
 /// the channel blocks are the outermost loop and each streams the whole input again: where the inputs outgrow
@@ -68,14 +81,7 @@ std::vector<Opt> chooseRowBlocks(const Shape &s, const std::vector<std::vector<s
     if (channels % b == 0 && b * perChannel <= target.l2Bytes / 4) block = b;
   if (block < 2 * lanes) return {};
   for (size_t rb = oa + 1; rb < s.axes.size(); ++rb) {
-    if (rb == ra || s.sizes[rb] < 8) continue;
-    bool moves = false, fine = true;
-    for (size_t k = 0; k < s.reads.size(); ++k) {
-      bool w = std::find(weights.begin(), weights.end(), k) != weights.end();
-      if (!strides[k][rb] || (w && *strides[k][rb] != 0)) fine = false;
-      else if (!w && *strides[k][rb] != 0) moves = true;
-    }
-    if (!fine || !moves) continue;
+    if (rb == ra || s.sizes[rb] < 8 || !movesInputsOnly(strides, weights, rb)) continue;
     if (block == channels) return {Opt{Opt::Block, rb, 1, 0}};
     return {Opt{Opt::Block, oa, block, 0}, Opt{Opt::Block, rb, 1, 0}};
   }
@@ -164,16 +170,8 @@ std::optional<std::vector<Opt>> chooseChannelTile(Context &c, const Shape &s,
     if (!ok || weights.empty() || weights.size() == s.reads.size()) continue;
     // the reuse axis: the innermost loop moving some other read and no weight
     std::optional<size_t> ra;
-    for (size_t b = s.axes.size(); b-- > 0 && !ra;) {
-      if (b == oa) continue;
-      bool moves = false, fine = true;
-      for (size_t k = 0; k < s.reads.size(); ++k) {
-        bool w = std::find(weights.begin(), weights.end(), k) != weights.end();
-        if (!strides[k][b] || (w && *strides[k][b] != 0)) fine = false;
-        else if (!w && *strides[k][b] != 0) moves = true;
-      }
-      if (fine && moves) ra = b;
-    }
+    for (size_t b = s.axes.size(); b-- > 0 && !ra;)
+      if (b != oa && movesInputsOnly(strides, weights, b)) ra = b;
     if (!ra) continue;
     int64_t row = s.sizes[*ra];
     // the weight panel one tile streams per pixel row (the lanes times every reduction iteration its weights
@@ -270,16 +268,8 @@ std::optional<std::vector<Opt>> chooseChannelTile(Context &c, const Shape &s,
     if (amt > 1 && lo == 0 && cut == row && row < 14 && wide && rowBlocks.empty() && !window)
       if (int64_t k = (shortReduction ? std::min<int64_t>(budget, 16) : budget) / row; k >= 2) { // (fit's cap)
         std::optional<size_t> rb;
-        for (size_t b = *ra; b-- > 0 && !rb;) {
-          if (b == oa) continue;
-          bool moves = false, fine = true;
-          for (size_t w = 0; w < s.reads.size(); ++w) {
-            bool isWeight = std::find(weights.begin(), weights.end(), w) != weights.end();
-            if (!strides[w][b] || (isWeight && *strides[w][b] != 0)) fine = false;
-            else if (!isWeight && *strides[w][b] != 0) moves = true;
-          }
-          if (fine && moves) rb = b;
-        }
+        for (size_t b = *ra; b-- > 0 && !rb;)
+          if (b != oa && movesInputsOnly(strides, weights, b)) rb = b;
         bool rowSplit = rb && std::any_of(opts.begin(), opts.end(), [&](const Opt &o) { return o.kind == Opt::Split && o.axis == *rb; });
         if (rb && !rowSplit && s.sizes[*rb] >= k) {
           if (int64_t whole = s.sizes[*rb] / k * k; whole < s.sizes[*rb]) opts.push_back({Opt::Split, *rb, 0, whole});

@@ -302,6 +302,21 @@ double outputSize(const Shape &s) {
 
 namespace {
 
+/// Where condition g, on loop r of n iterations alone, changes its truth: each such iteration added to `seams`
+/// while it holds at most `most` of them; false where g's truth is not known at some iteration (the
+/// iterations before it added).
+bool truthChanges(Context &c, RangeInfo &ri, const UOp *g, const UOp *r, int64_t n, std::set<int64_t> &seams, size_t most) {
+  int prev = -1;
+  for (int64_t v = 0; v < n && seams.size() <= most; ++v) {
+    const UOp *x = substitute(c, g, {{r, c.constInt(r->dtype, v)}});
+    int t = ri.vmin(x) >= 1 ? 1 : ri.vmax(x) <= 0 ? 0 : -2;
+    if (t < 0) return false;
+    if (prev >= 0 && t != prev) seams.insert(v);
+    prev = t;
+  }
+  return true;
+}
+
 /// A concatenation's seams: an output loop a (of at most 4,096 iterations) along which the conditions of the
 /// stored value that depend on a alone (no other loop, no reduction loop, no loaded data) change their truth
 /// at one or two points lo < hi inside it. tinygrad concatenates by padding each part to the whole and
@@ -323,15 +338,7 @@ std::optional<Opt> seamSplit(Context &c, const Shape &s) {
         alone = alone && (b == a || indexStride(g, s.axes[b]) == std::optional<int64_t>(0));
       for (const UOp *rr : s.reduceRanges) alone = alone && indexStride(g, rr) == std::optional<int64_t>(0);
       for (const UOp *u : cone) alone = alone && (u->op != Op::RANGE || u == s.axes[a]);
-      if (!alone) continue;
-      int prev = -1;
-      for (int64_t v = 0; v < n && seams.size() <= 2; ++v) {
-        const UOp *x = substitute(c, g, {{s.axes[a], c.constInt(s.axes[a]->dtype, v)}});
-        int t = ri.vmin(x) >= 1 ? 1 : ri.vmax(x) <= 0 ? 0 : -2;
-        if (t < 0) break;
-        if (prev >= 0 && t != prev) seams.insert(v);
-        prev = t;
-      }
+      if (alone) truthChanges(c, ri, g, s.axes[a], n, seams, 2);
     }
     if (seams.empty() || seams.size() > 2) continue;
     int64_t lo = *seams.begin(), hi = seams.size() == 2 ? *seams.rbegin() : n;
@@ -375,17 +382,7 @@ std::optional<std::vector<Opt>> chooseCopyOpts(Context &c, const Shape &shape) {
         other = true;
         break;
       }
-      int prev = -1;
-      for (int64_t v = 0; v < n && seams.size() <= 16; ++v) {
-        const UOp *x = substitute(c, g, {{s.axes[a], c.constInt(s.axes[a]->dtype, v)}});
-        int t = ri.vmin(x) >= 1 ? 1 : ri.vmax(x) <= 0 ? 0 : -2;
-        if (t < 0) {
-          seams.clear();
-          break;
-        }
-        if (prev >= 0 && t != prev) seams.insert(v);
-        prev = t;
-      }
+      if (!truthChanges(c, ri, g, s.axes[a], n, seams, 16)) seams.clear();
     }
     if (other || seams.empty() || seams.size() > 16) continue;
     std::vector<Opt> opts;
