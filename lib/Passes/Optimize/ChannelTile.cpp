@@ -102,6 +102,13 @@ std::vector<Opt> chooseRowBlocks(const Shape &s, const std::vector<std::vector<s
 /// rest pieces of their own (a row of under 14 keeps its borders, gated). Measured on ResNet-50's 3x3
 /// convolutions, one thread, on Sapphire Rapids (AVX-512): 64 lanes x 4-6 pixels 3.2-3.9 ms where 32 x 8 took
 /// 5.1-6.9. nullopt when no loop qualifies.
+int64_t tileLanesOf(const Shape &s, const PassTarget &target) {
+  bool gated = false;
+  for (const UOp *g : conditionsOf(s.reads))
+    for (const UOp *a : s.axes) gated = gated || indexStride(g, a) != std::optional<int64_t>(0);
+  return gated ? target.tileLanes : target.ungatedTileLanes;
+}
+
 std::optional<std::vector<Opt>> chooseChannelTile(Context &c, const Shape &s,
                                                   const std::vector<std::vector<std::optional<int64_t>>> &strides,
                                                   const std::vector<std::optional<std::pair<int64_t, int64_t>>> &interior,
@@ -119,11 +126,7 @@ std::optional<std::vector<Opt>> chooseChannelTile(Context &c, const Shape &s,
     std::sort(loops.begin(), loops.end());
     live = std::max(live, ++together[loops]);
   }
-  // the accumulator lanes: PassTarget::ungatedTileLanes where no read's condition moves along an output loop
-  bool gated = false;
-  for (const UOp *g : conditionsOf(s.reads))
-    for (const UOp *a : s.axes) gated = gated || indexStride(g, a) != std::optional<int64_t>(0);
-  const int64_t tileLanes = gated ? target.tileLanes : target.ungatedTileLanes;
+  const int64_t tileLanes = tileLanesOf(s, target);
   for (size_t oa = 0; oa < s.axes.size(); ++oa) {
     if (interior[oa]) continue;
     int64_t n = s.sizes[oa];

@@ -201,10 +201,10 @@ std::optional<Shape> mergedShape(Context &c, const Shape &s, size_t a) {
 }
 
 /// The largest divisor of n from `least` to 28 whose tile of `lanes` lanes a channel the registers hold
-/// (target.tileLanes), 0 where none (the channel upcast of channels that 8 does not divide).
-int64_t channelDivisor(int64_t n, int64_t lanes, int64_t least, const PassTarget &target) {
+/// (tileLanes: tileLanesOf), 0 where none (the channel upcast of channels that 8 does not divide).
+int64_t channelDivisor(int64_t n, int64_t lanes, int64_t least, int64_t tileLanes) {
   for (int64_t d = std::min<int64_t>(28, n); d >= least; --d)
-    if (n % d == 0 && d * lanes <= target.tileLanes) return d;
+    if (n % d == 0 && d * lanes <= tileLanes) return d;
   return 0;
 }
 
@@ -471,7 +471,7 @@ std::optional<std::vector<Opt>> remainderMergedTile(Context &c, const Shape &s,
 /// pair qualifies.
 std::optional<std::vector<Opt>> selectMergedTile(const Shape &s, const std::vector<std::vector<std::optional<int64_t>>> &strides,
                                                  size_t oa, int64_t vec, const PassTarget &target) {
-  int64_t reuse = channelDivisor(s.sizes[oa], 2 * vec, 2, target);
+  int64_t reuse = channelDivisor(s.sizes[oa], 2 * vec, 2, tileLanesOf(s, target));
   if (!reuse) return std::nullopt;
   for (size_t a = s.axes.size() - 1; a-- > 0;) {
     if (a == oa || a + 1 == oa || s.sizes[a] == 1 || s.sizes[a + 1] == 1) continue;
@@ -639,8 +639,8 @@ std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target
       if (merges && shortRow && !padded) {
         if (!opts || (lanes != opts->rend() && lanes->amount < vec))
           if (auto m = remainderMergedTile(c, s, strides, vec, target)) return *m;
-        // (a tile of one vector whose reduction selects between buffers: selectMergedTile; not on LLVM, whose
-        // loop vectorizer takes the channels' upcast for its vector)
+        // (a tile of one vector whose reduction selects between buffers: selectMergedTile; not on LLVM, where
+        // ShuffleNet's k47 gained 35 us and k45, which writes its input, lost 16: docs/lowering.md)
         if (target.name != "llvm" && opts && lanes != opts->rend() && lanes->amount == vec && selectsBuffers(s))
           if (auto m = selectMergedTile(s, strides, lanes->axis, vec, target)) return *m;
       }
@@ -755,12 +755,16 @@ std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target
   // and 4 were all that divide; its 1x1 convolution 34 -> 34 per group at 28x28, 2 threads, C: 2 x 16 lanes
   // 86-96 us, 17 x 8 101-131, 17 x 16 73-84. Its groups of 28: 28 x 16 lanes for 4 x 16, whose four chains
   // of adds wait on each other's latency: 112 -> 112 in 4 groups at 28x28, one thread, 42-68 -> 34-36 us.
-  // Not on LLVM, whose loop vectorizer takes the 17 channels for its vector, 2x slower)
-  if (ra && reuse < 8 && target.name != "llvm" && !interior[*va] && sizes[*ra] >= 24 && sizes[*ra] % 8 && vAmount <= 2 * vec &&
-      sizes[*va] % vec == 0)
-    if (int64_t d = channelDivisor(sizes[*ra], vec, 9, target)) {
+  // On LLVM too, since its emitter keeps the loop vectorizer off the loops around the lanes (LLVMEmitter.cpp's
+  // loopEnd; before, it took the 17 channels for its vector, 2x slower), with the lanes of an ungated tile:
+  // ShuffleNet's 34 -> 34 per group at 28x28, in the network, 2 threads, alternating, 2 x 16 lanes 119-121 ->
+  // 17 x 16 45-47 us. There only for a reuse of 2: its 112 -> 112 in 4 groups, 4 x 16 47-48 us, 28 x 16 80-84)
+  const int64_t lanesCap = tileLanesOf(s, target);
+  if (ra && reuse < (target.name == "llvm" ? 4 : 8) && !interior[*va] && sizes[*ra] >= 24 && sizes[*ra] % 8 &&
+      vAmount <= 2 * vec && sizes[*va] % vec == 0)
+    if (int64_t d = channelDivisor(sizes[*ra], vec, 9, lanesCap)) {
       reuse = d;
-      vAmount = sizes[*va] % (2 * vec) == 0 && d * 2 * vec <= target.tileLanes ? 2 * vec : vec;
+      vAmount = sizes[*va] % (2 * vec) == 0 && d * 2 * vec <= lanesCap ? 2 * vec : vec;
     }
   // (registers the tile leaves empty: three vectors of lanes where they fill the budget and divide the axis,
   // AVX2's 4 x 24 tile, 12 of its 16 registers, where 4 x 16 took 8: the encoder's feed-forward matmuls, one

@@ -65,6 +65,9 @@ std::optional<Shape> shapeOf(const UOp *sink);
 
 /// A kernel's reads' conditions: their gates and WHERE(c, i, Invalid) indexes' c, split at their ANDs (Choose.cpp).
 std::vector<const UOp *> conditionsOf(const std::vector<const UOp *> &reads);
+/// The lanes a register tile of shape s may take: PassTarget::ungatedTileLanes where no read's condition moves
+/// along an output loop (no border gate in the tile), else PassTarget::tileLanes (ChannelTile.cpp).
+int64_t tileLanesOf(const Shape &s, const PassTarget &target);
 
 /// Choose.cpp's helpers the channel tile shares: a read's relayout stride along r, a shape's reduction work
 /// (output size times its reductions' trip counts; 0 for nullopt) and its output size.

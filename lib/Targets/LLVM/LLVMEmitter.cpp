@@ -62,6 +62,7 @@ struct Loop {
   llvm::BasicBlock *header = nullptr; ///< the loop's condition block
   llvm::BasicBlock *exit = nullptr;   ///< where the code goes on once the loop closes
   llvm::AllocaInst *counter = nullptr;
+  bool enclosesLanes = false; ///< a loop of vector lanes (KernelABI.h) opens directly inside it
 };
 
 struct Emitter : ValueBuilder {
@@ -71,6 +72,8 @@ struct Emitter : ValueBuilder {
   llvm::BasicBlock *entry = nullptr;
   std::vector<std::unique_ptr<Loop>> loops; ///< every loop opened (open ones are on `open`)
   std::vector<Loop *> open;
+  std::vector<bool> laneLoops; ///< per RANGE item: a loop of independent lanes (KernelABI.h)
+  size_t loopCount = 0;        ///< the RANGE items opened so far
   std::vector<llvm::BasicBlock *> ifs; ///< the block after each open IF
   std::unordered_map<const UOp *, Val> memo; ///< each value's latest definition
   std::unordered_map<const UOp *, Value *> sharedPtrs; ///< a block's shared BUFFERs
@@ -172,6 +175,8 @@ struct Emitter : ValueBuilder {
     loops.push_back(std::move(lp));
     std::string name = rangeName(r);
     L->range = r;
+    if (loopCount < laneLoops.size() && laneLoops[loopCount] && !open.empty()) open.back()->enclosesLanes = true;
+    ++loopCount;
     L->counter = makeAlloca(T, name + ".addr");
     L->header = llvm::BasicBlock::Create(lc, name + ".cond", fn);
     auto *body = llvm::BasicBlock::Create(lc, name + ".body", fn);
@@ -208,6 +213,17 @@ struct Emitter : ValueBuilder {
     if (isUnrollRange(L->range)) { // an UNROLL range: the loop run as copies of its body
       llvm::Metadata *full[] = {llvm::MDString::get(lc, "llvm.loop.unroll.full")};
       llvm::Metadata *ops[] = {nullptr, llvm::MDNode::get(lc, full)};
+      llvm::MDNode *self = llvm::MDNode::getDistinct(lc, ops);
+      self->replaceOperandWith(0, self);
+      latch->setMetadata(llvm::LLVMContext::MD_loop, self);
+    } else if (L->enclosesLanes && !gpu()) {
+      // The loop vectorizer keeps to the lanes: once LLVM has unrolled a short loop of lanes in full, the loop
+      // around it (a register tile's row of outputs, its lanes' elements a row apart) would otherwise be taken
+      // as the vector axis, each vector gathered and scattered lane by lane; SLP makes vectors of the unrolled
+      // lanes instead, as gcc vectorizes the lanes of the C target's `omp simd` loop.
+      llvm::Metadata *width[] = {llvm::MDString::get(lc, "llvm.loop.vectorize.width"),
+                                 llvm::ConstantAsMetadata::get(b.getInt32(1))};
+      llvm::Metadata *ops[] = {nullptr, llvm::MDNode::get(lc, width)};
       llvm::MDNode *self = llvm::MDNode::getDistinct(lc, ops);
       self->replaceOperandWith(0, self);
       latch->setMetadata(llvm::LLVMContext::MD_loop, self);
@@ -630,6 +646,7 @@ BuiltModule buildModule(Context &ctx, const UOp *call, int64_t deviceNum, std::s
     em.beginCountdown(em.blocks, em.launch.global[0], "gidx");
     em.beginLanes();
   }
+  em.laneLoops = independentLaneLoops(linearItems(linear));
   renderItems(linearItems(linear), em);
   if (!em.open.empty() || !em.ifs.empty()) fail("LLVM target: the LINEAR items leave a loop or an IF open");
   if (em.blocks.addr) {
