@@ -765,10 +765,11 @@ std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target
   // On LLVM too, since its emitter keeps the loop vectorizer off the loops around the lanes (LLVMEmitter.cpp's
   // loopEnd; before, it took the 17 channels for its vector, 2x slower), with the lanes of an ungated tile:
   // ShuffleNet's 34 -> 34 per group at 28x28, in the network, 2 threads, alternating, 2 x 16 lanes 119-121 ->
-  // 17 x 16 45-47 us. There only for a reuse of 2: its 112 -> 112 in 4 groups, 4 x 16 47-48 us, 28 x 16 80-84)
+  // 17 x 16 45-47 us. There only for a reduction of 16 steps or more: its 1x1 convolution over 6 input channels
+  // a group, 4 x 16 47-48 us, 28 x 16 80-84 (on C 60-63 either way), where the one over all 24, 91 -> 68)
   const int64_t lanesCap = tileLanesOf(s, target);
-  if (ra && reuse < (target.name == "llvm" ? 4 : 8) && !interior[*va] && sizes[*ra] >= 24 && sizes[*ra] % 8 &&
-      vAmount <= 2 * vec && sizes[*va] % vec == 0)
+  if (ra && reuse < 8 && !interior[*va] && sizes[*ra] >= 24 && sizes[*ra] % 8 && vAmount <= 2 * vec &&
+      sizes[*va] % vec == 0 && (target.name != "llvm" || reductionWork(s) >= 16.0 * outputSize(s)))
     if (int64_t d = channelDivisor(sizes[*ra], vec, 9, lanesCap)) {
       reuse = d;
       vAmount = sizes[*va] % (2 * vec) == 0 && d * 2 * vec <= lanesCap ? 2 * vec : vec;
