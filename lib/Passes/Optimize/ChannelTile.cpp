@@ -90,6 +90,14 @@ std::vector<Opt> chooseRowBlocks(const Shape &s, const std::vector<std::vector<s
 
 } // namespace
 
+/// (Opts.h) A tile's accumulator lanes: ungatedTileLanes where no read's condition moves along an output loop.
+int64_t tileLanesOf(const Shape &s, const PassTarget &target) {
+  bool gated = false;
+  for (const UOp *g : conditionsOf(s.reads))
+    for (const UOp *a : s.axes) gated = gated || indexStride(g, a) != std::optional<int64_t>(0);
+  return gated ? target.tileLanes : target.ungatedTileLanes;
+}
+
 /// The channel tile: a kernel whose reductions read one or more buffers (weights) that move along an output
 /// loop `oa` (a convolution's output channels, a dense layer's outputs) while every other read stays put along
 /// it, and whose consecutive output loop is too short for the vector tile (a convolution's 56, 28, 14 or 7
@@ -102,13 +110,6 @@ std::vector<Opt> chooseRowBlocks(const Shape &s, const std::vector<std::vector<s
 /// rest pieces of their own (a row of under 14 keeps its borders, gated). Measured on ResNet-50's 3x3
 /// convolutions, one thread, on Sapphire Rapids (AVX-512): 64 lanes x 4-6 pixels 3.2-3.9 ms where 32 x 8 took
 /// 5.1-6.9. nullopt when no loop qualifies.
-int64_t tileLanesOf(const Shape &s, const PassTarget &target) {
-  bool gated = false;
-  for (const UOp *g : conditionsOf(s.reads))
-    for (const UOp *a : s.axes) gated = gated || indexStride(g, a) != std::optional<int64_t>(0);
-  return gated ? target.tileLanes : target.ungatedTileLanes;
-}
-
 std::optional<std::vector<Opt>> chooseChannelTile(Context &c, const Shape &s,
                                                   const std::vector<std::vector<std::optional<int64_t>>> &strides,
                                                   const std::vector<std::optional<std::pair<int64_t, int64_t>>> &interior,

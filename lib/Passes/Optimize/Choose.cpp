@@ -767,10 +767,10 @@ std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target
   // ShuffleNet's 34 -> 34 per group at 28x28, in the network, 2 threads, alternating, 2 x 16 lanes 119-121 ->
   // 17 x 16 45-47 us. There only for a reduction of 16 steps or more: its 1x1 convolution over 6 input channels
   // a group, 4 x 16 47-48 us, 28 x 16 80-84 (on C 60-63 either way), where the one over all 24, 91 -> 68)
-  const int64_t lanesCap = tileLanesOf(s, target);
+  int64_t lanesCap = 0;
   if (ra && reuse < 8 && !interior[*va] && sizes[*ra] >= 24 && sizes[*ra] % 8 && vAmount <= 2 * vec &&
       sizes[*va] % vec == 0 && (target.name != "llvm" || reductionWork(s) >= 16.0 * outputSize(s)))
-    if (int64_t d = channelDivisor(sizes[*ra], vec, 9, lanesCap)) {
+    if (int64_t d = channelDivisor(sizes[*ra], vec, 9, lanesCap = tileLanesOf(s, target))) {
       reuse = d;
       vAmount = sizes[*va] % (2 * vec) == 0 && d * 2 * vec <= lanesCap ? 2 * vec : vec;
     }

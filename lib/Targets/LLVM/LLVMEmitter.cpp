@@ -210,23 +210,21 @@ struct Emitter : ValueBuilder {
     Value *iv = b.CreateLoad(T, L->counter);
     b.CreateStore(b.CreateAdd(iv, llvm::ConstantInt::get(T, 1)), L->counter);
     llvm::BranchInst *latch = b.CreateBr(L->header);
-    if (isUnrollRange(L->range)) { // an UNROLL range: the loop run as copies of its body
-      llvm::Metadata *full[] = {llvm::MDString::get(lc, "llvm.loop.unroll.full")};
-      llvm::Metadata *ops[] = {nullptr, llvm::MDNode::get(lc, full)};
+    // the loop's hint (!llvm.loop, distinct, itself first)
+    auto hint = [&](llvm::ArrayRef<llvm::Metadata *> property) {
+      llvm::Metadata *ops[] = {nullptr, llvm::MDNode::get(lc, property)};
       llvm::MDNode *self = llvm::MDNode::getDistinct(lc, ops);
       self->replaceOperandWith(0, self);
       latch->setMetadata(llvm::LLVMContext::MD_loop, self);
+    };
+    if (isUnrollRange(L->range)) { // an UNROLL range: the loop run as copies of its body
+      hint({llvm::MDString::get(lc, "llvm.loop.unroll.full")});
     } else if (L->enclosesLanes && !gpu()) {
       // The loop vectorizer keeps to the lanes: once LLVM has unrolled a short loop of lanes in full, the loop
       // around it (a register tile's row of outputs, its lanes' elements a row apart) would otherwise be taken
       // as the vector axis, each vector gathered and scattered lane by lane; SLP makes vectors of the unrolled
       // lanes instead, as gcc vectorizes the lanes of the C target's `omp simd` loop.
-      llvm::Metadata *width[] = {llvm::MDString::get(lc, "llvm.loop.vectorize.width"),
-                                 llvm::ConstantAsMetadata::get(b.getInt32(1))};
-      llvm::Metadata *ops[] = {nullptr, llvm::MDNode::get(lc, width)};
-      llvm::MDNode *self = llvm::MDNode::getDistinct(lc, ops);
-      self->replaceOperandWith(0, self);
-      latch->setMetadata(llvm::LLVMContext::MD_loop, self);
+      hint({llvm::MDString::get(lc, "llvm.loop.vectorize.width"), llvm::ConstantAsMetadata::get(b.getInt32(1))});
     }
     open.pop_back();
     b.SetInsertPoint(L->exit);
