@@ -411,6 +411,10 @@ TuneResult tuneKernels(const TuneRequest &req, std::ostream &log) {
     std::vector<PipelineEntry> fromOptimize = req.base.pipeline;
     auto at = std::find_if(fromOptimize.begin(), fromOptimize.end(), [](const PipelineEntry &e) { return e.pass->flag == "optimize"; });
     fromOptimize.erase(fromOptimize.begin(), at);
+    // (without concat-in-place: a kernel is timed alone, on what it reads and writes; merged with its input, its
+    // output would start with whatever that buffer held, and every candidate of a concatenating kernel, the
+    // heuristic's too, be discarded as wrong. The compile with the chosen opts runs it as usual.)
+    std::erase_if(fromOptimize, [](const PipelineEntry &e) { return e.pass->flag == "concat-in-place"; });
     ro.pipeline = withOptimize(fromOptimize, 0, "");
     std::ostringstream out, err;
     Module reference = compile(readGraphBinary(preOptimize, req.input), ro, out, err);
