@@ -552,10 +552,21 @@ void writeLibrary(const Module &module, const LibraryOptions &o, OutputDir &out)
       return;
     }
     std::string args;
-    for (const Ref &r : s.args) args += (args.empty() ? "" : ", ") + pointer(r);
+    std::set<std::string> seen;
+    bool shared = false; // two arguments at one address (concat-in-place: a layer's input, the start of its output)
+    for (const Ref &r : s.args) {
+      std::string p = pointer(r);
+      shared |= !seen.insert(p).second;
+      args += (args.empty() ? "" : ", ") + p;
+    }
     for (size_t k : s.varIndex) args += (args.empty() ? "" : ", ") + std::string("vars[") + std::to_string(k) + "]";
     if (s.parallel) args += (args.empty() ? "" : ", ") + std::string("0, ") + std::to_string(s.parallel);
+    // (the kernel reads and writes disjoint elements through them, which restrict allows; gcc's -Wrestrict,
+    // in -Wall, sees only the one address)
+    if (shared)
+      c2 << "#if defined(__GNUC__) && !defined(__clang__)\n#pragma GCC diagnostic push\n#pragma GCC diagnostic ignored \"-Wrestrict\"\n#endif\n";
     c2 << indent << s.symbol << "(" << args << "); /* step " << i << ": " << commentSafe(s.label()) << " */\n";
+    if (shared) c2 << "#if defined(__GNUC__) && !defined(__clang__)\n#pragma GCC diagnostic pop\n#endif\n";
   };
   c2 << "int " << N << "_run_params(void *const params[], const int64_t vars[], void *workspace) {\n"
      << "  unsigned char *ws = (unsigned char *)workspace;\n  (void)ws;\n  (void)vars;\n";
