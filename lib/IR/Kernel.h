@@ -26,6 +26,12 @@ inline const UOp *kernelSink(const UOp *call) {
   return b->op == Op::SINK ? b : nullptr;
 }
 
+/// The buffer (PARAM or BUFFER) a buffer state belongs to: its AFTER chain looked through.
+inline const UOp *stateBuffer(const UOp *s) {
+  while (s->op == Op::AFTER && s->nsrc > 0) s = s->src(0);
+  return s;
+}
+
 /// The argument slots a CALL writes, in increasing order: a copy its slot 0; a kernel slot 0 (kernel-split
 /// puts the state it writes first) and every slot a store of its SINK writes (several for a kernel
 /// computing several outputs together: slots 0..n-1). CALL argument i + 1 is slot i's state.
@@ -177,6 +183,13 @@ int64_t laneCount(std::span<const UOp *const> lanes);
 /// otherwise (a product of two ranges, a division). throughSelect: WHERE(valid, i, constant) (a padded
 /// read's index, Invalid or a fixed element where not valid) moves as i does. Iterative.
 std::optional<int64_t> indexStride(const UOp *index, const UOp *range, bool throughSelect = false);
+
+/// Whether kernel SINK `sink` is marked to run once per load of the inputs (its KernelInfo's once: a weight
+/// re-layout; Schedule.cpp decides whether it may).
+inline bool markedOnce(const UOp *sink) {
+  const Arg *o = sink && sink->arg && sink->arg->kind == ArgKind::Record ? sink->arg->field("once") : nullptr;
+  return o && o->kind == ArgKind::Bool && o->b();
+}
 
 /// The opts the optimize pass applied to kernel SINK `sink` (its KernelInfo's applied_opts), in order.
 std::vector<std::string> appliedOpts(const UOp *sink);

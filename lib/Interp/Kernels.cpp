@@ -257,10 +257,6 @@ struct KernelEval {
   }
 };
 
-const UOp *rawBuffer(const UOp *s) {
-  while (s->op == Op::AFTER) s = s->src(0);
-  return s;
-}
 
 } // namespace
 
@@ -351,7 +347,7 @@ void Evaluator::runKernels() {
   // storage of intermediate BUFFERs, one array per device
   std::unordered_map<const UOp *, std::vector<std::shared_ptr<Array>>> buffers;
   auto storage = [&](const UOp *state) -> std::vector<std::shared_ptr<Array>> & {
-    const UOp *raw = rawBuffer(state);
+    const UOp *raw = stateBuffer(state);
     if (raw->op == Op::PARAM) {
       auto it = slots_.find(ParamArg::decode(raw->arg).slot);
       if (it == slots_.end()) error(raw, "unknown buffer slot");

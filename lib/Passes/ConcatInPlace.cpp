@@ -120,17 +120,6 @@ std::optional<int64_t> plainBuffer(const UOp *b) {
   return static_cast<int64_t>(*n);
 }
 
-bool isOnce(const UOp *call) {
-  const UOp *body = kernelSink(call);
-  const Arg *o = body && body->arg && body->arg->kind == ArgKind::Record ? body->arg->field("once") : nullptr;
-  return o && o->kind == ArgKind::Bool && o->b();
-}
-
-const UOp *rawOf(const UOp *s) {
-  while (s->op == Op::AFTER && s->nsrc > 0) s = s->src(0);
-  return s;
-}
-
 /// One merge: kernel `call` with its copy piece dropped, and buffer `in` to be replaced by `out`.
 struct Merge {
   const UOp *call = nullptr, *body = nullptr, *in = nullptr, *out = nullptr;
@@ -138,20 +127,20 @@ struct Merge {
 
 class Finder {
 public:
-  Finder(Context &c, const UOp *root) : c_(c), root_(root), nodes_(topLevelNodes(root)) {
+  Finder(Context &c, const UOp *root) : c_(c), nodes_(topLevelNodes(root)) {
     for (const UOp *u : nodes_) {
-      if (u->op == Op::AFTER && u->nsrc > 0) states_[rawOf(u)].push_back(u);
+      if (u->op == Op::AFTER && u->nsrc > 0) states_[stateBuffer(u)].push_back(u);
       if (u->op != Op::CALL) continue;
       std::vector<size_t> written = writtenSlots(u);
       for (size_t a = 0; a + 1 < u->nsrc; ++a) {
         const UOp *arg = u->src(a + 1);
         bool writes = std::binary_search(written.begin(), written.end(), a);
-        if (writes) writers_[rawOf(arg)].push_back(u);
+        if (writes) writers_[stateBuffer(arg)].push_back(u);
         else if (arg->op != Op::AFTER) rawReads_.insert(arg); // a read of a buffer's prior, unwritten state
       }
     }
     if (root->op == Op::SINK)
-      for (const UOp *s : root->src()) held_.insert(rawOf(s));
+      for (const UOp *s : root->src()) held_.insert(stateBuffer(s));
   }
 
   std::optional<Merge> next() {
@@ -189,7 +178,7 @@ private:
     int64_t slot = ParamArg::slotOf(from->src(0)->arg);
     if (slot <= 0 || slot + 1 >= static_cast<int64_t>(call->nsrc) || from->dtype != to->dtype) return std::nullopt;
     const UOp *state = call->src(static_cast<size_t>(slot) + 1), *out = call->src(1);
-    const UOp *in = rawOf(state);
+    const UOp *in = stateBuffer(state);
     auto n = plainBuffer(in);
     if (state->op != Op::AFTER || !n || *n > m || in == out || held_.count(in) || rawReads_.count(in)) return std::nullopt;
     ParamArg ia = ParamArg::decode(in->arg), oa = ParamArg::decode(out->arg);
@@ -205,7 +194,7 @@ private:
     }
     // the state copied is IN's last, and IN's writers are kernels run every time
     for (const UOp *w : writers_[in])
-      if (!kernelSink(w) || isOnce(w)) return std::nullopt;
+      if (!kernelSink(w) || markedOnce(kernelSink(w))) return std::nullopt;
     std::unordered_set<const UOp *> before;
     for (const UOp *u : topLevelNodes(state)) before.insert(u);
     for (const UOp *s : states_[in])
@@ -214,7 +203,8 @@ private:
     std::vector<const UOp *> kept;
     for (size_t j = 0; j < pieces.size(); ++j)
       if (j != i) kept.push_back(pieces[j].end);
-    const UOp *body = c_.make(Op::SINK, sink(call)->dtype, kept, sink(call)->arg, sink(call)->tag);
+    const UOp *sink = call->src(0);
+    const UOp *body = c_.make(Op::SINK, sink->dtype, kept, sink->arg, sink->tag);
     bool stillRead = false;
     for (const UOp *u : toposort(body)) stillRead |= u->op == Op::PARAM && ParamArg::slotOf(u->arg) == slot;
     if (!stillRead) {
@@ -226,10 +216,7 @@ private:
     return Merge{call, body, in, out};
   }
 
-  static const UOp *sink(const UOp *call) { return call->src(0); }
-
   Context &c_;
-  const UOp *root_;
   std::vector<const UOp *> nodes_;
   std::unordered_map<const UOp *, std::vector<const UOp *>> states_, writers_;
   std::unordered_set<const UOp *> rawReads_, held_;

@@ -23,10 +23,6 @@
 namespace uopc {
 namespace {
 
-const UOp *rawBuffer(const UOp *s) {
-  while (s->op == Op::AFTER) s = s->src(0);
-  return s;
-}
 
 bool isScalarParam(const UOp *u) {
   return u->op == Op::PARAM && (u->nsrc == 0 || (u->src(0)->op == Op::STACK && u->src(0)->nsrc == 0));
@@ -131,7 +127,7 @@ struct Builder {
   }
 
   size_t bufferIndex(const UOp *call, const UOp *state) {
-    const UOp *raw = rawBuffer(state);
+    const UOp *raw = stateBuffer(state);
     auto it = bufferOf.find(raw);
     if (it == bufferOf.end()) error(call, "argument " + g.describe(state) + " is not a buffer state");
     return it->second;
@@ -435,8 +431,7 @@ struct Builder {
     for (SchedStep &st : s.steps) {
       if (st.kind != SchedStep::Kind::Kernel) continue;
       const UOp *sink = kernelSink(st.call);
-      const Arg *info = sink->arg && sink->arg->kind == ArgKind::Record ? sink->arg->field("once") : nullptr;
-      if (!info || info->kind != ArgKind::Bool || !info->b() || !st.vars.empty()) continue;
+      if (!markedOnce(sink) || !st.vars.empty()) continue;
       std::vector<size_t> written = writtenSlots(st.call);
       bool ok = true;
       for (size_t i = 0; i < st.args.size() && ok; ++i) {
@@ -479,7 +474,7 @@ struct Builder {
         }
     // an intermediate the function's SINK holds lives to the end
     for (const UOp *st : rootStates)
-      if (auto it = bufferOf.find(rawBuffer(st)); it != bufferOf.end() && !s.buffers[it->second].isParam)
+      if (auto it = bufferOf.find(stateBuffer(st)); it != bufferOf.end() && !s.buffers[it->second].isParam)
         for (auto &lt : s.buffers[it->second].lifetimes) {
           if (lt.first < 0) lt.first = 0;
           lt.second = static_cast<int64_t>(s.steps.size());
