@@ -307,6 +307,83 @@ struct Search {
   }
 };
 
+/// A compile's kernels timed in the whole network: each kernel's time, the sum of its steps' best (the
+/// kernel's, its packs' and re-layouts'; once steps left out), by name, and the sum of all steps' best.
+struct NetworkTimes {
+  std::map<std::string, double> kernels;
+  double total = 0;
+};
+
+/// The graph compiled from optimize on with each of `optsTexts` as optimize's opts= (a network's kernels, their
+/// re-laid-out buffers: one kernel's opts can change how its neighbours read), every kernel step built as for
+/// the search, run on buffers of seeded values (the once steps first, then a run to warm up), then the compiles
+/// timed in turns, step by step, at least 5 rounds and more while they took under 2 s (at most 30). A network
+/// reads each layer's weights from memory once a run and its activations from where the layer before left
+/// them: what a kernel timed alone only approximates. Throws Error (a kernel the target refuses, one with
+/// variables).
+std::vector<NetworkTimes> timeInNetwork(const TuneRequest &req, const std::string &preOptimize,
+                                        const std::vector<PipelineEntry> &fromOptimize, ThreadPool &pool,
+                                        const fs::path &scratch, const std::vector<std::string> &optsTexts,
+                                        const std::vector<std::string> &names) {
+  struct Net {
+    Module m;
+    Steps g;
+    std::map<BufKey, Mem> mem;
+    std::vector<double> best;
+    explicit Net(Module &&mod) : m(std::move(mod)) {}
+  };
+  std::vector<std::unique_ptr<Net>> nets;
+  for (const std::string &text : optsTexts) {
+    CompileOptions co;
+    co.target = req.base.target;
+    co.render = req.base.render;
+    co.render.allowCustom = false;
+    co.pipeline = withOptimize(fromOptimize, -1, text);
+    std::ostringstream out, err;
+    auto n = std::make_unique<Net>(compile(readGraphBinary(preOptimize, req.input), co, out, err));
+    const Schedule &s = *n->m.schedule();
+    std::vector<size_t> which;
+    for (size_t i = 0; i < s.steps.size(); ++i)
+      if (s.steps[i].kind == SchedStep::Kind::Kernel) which.push_back(i);
+    n->g = prepare(n->m, which, req.base.render.cpu, scratch);
+    for (const auto &[key, sz] : n->g.sizes) {
+      Mem &x = n->mem[key];
+      x.dtype = sz.second;
+      x.resize(sz.first);
+      fill(x, key);
+    }
+    runSteps(n->g, n->mem, pool, true);
+    n->best.assign(n->g.steps.size(), INFINITY);
+    nets.push_back(std::move(n));
+  }
+  auto t = Clock::now();
+  for (size_t round = 0; round < 30; ++round) {
+    if (round >= 5 && secondsSince(t) > 2.0) break;
+    for (size_t j = 0; j < nets.size(); ++j) { // (in turns, starting with another each round)
+      Net &n = *nets[(j + round) % nets.size()];
+      runSteps(n.g, n.mem, pool, false, &n.best);
+    }
+  }
+  std::vector<NetworkTimes> r;
+  for (const auto &n : nets) {
+    const Schedule &s = *n->m.schedule();
+    std::map<size_t, size_t> position; // schedule step -> index in n->g.steps
+    for (size_t i = 0, k = 0; i < s.steps.size(); ++i)
+      if (s.steps[i].kind == SchedStep::Kind::Kernel) position[i] = k++;
+    NetworkTimes times;
+    for (size_t k = 0; k < n->g.steps.size(); ++k)
+      if (!n->g.steps[k].once) times.total += n->best[k];
+    for (const std::string &name : names) {
+      double sum = 0;
+      for (size_t i : stepsOf(s, name))
+        if (!n->g.steps[position.at(i)].once) sum += n->best[position.at(i)];
+      times.kernels[name] = sum;
+    }
+    r.push_back(std::move(times));
+  }
+  return r;
+}
+
 } // namespace
 
 std::string kernelHash(Context &c, const UOp *call) {
@@ -341,12 +418,22 @@ TuneResult tuneKernels(const TuneRequest &req, std::ostream &log) {
         if (n && n->kind == ArgKind::String) facts.push_back(factsOf(*g.ctx, u, std::string(n->str())));
       }
   };
+  // (the lists as optimize applied them, not as the kernels end: the passes after it record what they add,
+  // blocked-layout a pool's channel lanes, which optimize given them by hand would apply itself and so make no
+  // lane reader of that pool: SqueezeNet's tuned build, every list the heuristic's, ran 10% slower, its pools
+  // and the convolutions around them reading planes)
   std::map<std::string, std::vector<std::string>> heuristic;
+  co.instrumentation.afterPass = [&](std::string_view pass, const Graph &g, bool) {
+    if (pass != "optimize") return;
+    for (const UOp *u : topLevelNodes(g.root))
+      if (u->op == Op::CALL && u->nsrc > 0 && u->src(0)->op == Op::SINK) {
+        const Arg *n = u->src(0)->arg && u->src(0)->arg->kind == ArgKind::Record ? u->src(0)->arg->field("name") : nullptr;
+        if (n && n->kind == ArgKind::String) heuristic[std::string(n->str())] = appliedOpts(u->src(0));
+      }
+  };
   {
     std::ostringstream out, err;
     Module m = compile(readGraphFile(req.input), co, out, err);
-    if (const Schedule *s = m.schedule())
-      for (const SchedKernel &k : s->kernels) heuristic[k.name] = appliedOpts(kernelSink(k.call));
   }
   std::string userOpts;
   for (const PipelineEntry &e : req.base.pipeline)
@@ -411,6 +498,7 @@ TuneResult tuneKernels(const TuneRequest &req, std::ostream &log) {
     std::vector<PipelineEntry> fromOptimize = req.base.pipeline;
     auto at = std::find_if(fromOptimize.begin(), fromOptimize.end(), [](const PipelineEntry &e) { return e.pass->flag == "optimize"; });
     fromOptimize.erase(fromOptimize.begin(), at);
+    const std::vector<PipelineEntry> wholeFromOptimize = fromOptimize; // (for the check in the network)
     // (without concat-in-place: a kernel is timed alone, on what it reads and writes; merged with its input, its
     // output would start with whatever that buffer held, and every candidate of a concatenating kernel, the
     // heuristic's too, be discarded as wrong. The compile with the chosen opts runs it as usual.)
@@ -536,6 +624,74 @@ TuneResult tuneKernels(const TuneRequest &req, std::ostream &log) {
       k.from = "search";
       k.given = true;
       db.put({keyOf(k), best, TuneSearched{s.candidates, took, bestNs, heuristicNs}});
+    }
+    // the check in the network: the lists kept for kernels timed alone are kept where the network runs faster
+    // with them: first each kernel where its own steps are 3% faster in the network (the heuristic's list
+    // restored for the others), then all of them where the whole network is 1% faster (else the heuristic's
+    // lists for all: a kernel's opts can change how its neighbours read its output, SqueezeNet's searched
+    // lists ran their network 6-26% slower, and faster alone)
+    std::vector<size_t> changed;
+    for (size_t i : toSearch)
+      if (kernels[i].from == "search" && kernels[i].opts != heuristic[facts[kernels[i].members[0]].name]) changed.push_back(i);
+    if (!changed.empty()) {
+      auto ks = Clock::now();
+      auto text = [&](const std::set<size_t> &plain) { // (optimize's opts=, the kernels `plain` left to the heuristic)
+        std::string t = userOpts;
+        for (size_t i = 0; i < kernels.size(); ++i) {
+          if (!kernels[i].given || plain.count(i)) continue;
+          for (size_t m : kernels[i].members)
+            t += (t.empty() ? "" : ";") + facts[m].name + (kernels[i].opts.empty() ? "" : "/" + joined(kernels[i].opts, "/"));
+        }
+        return t;
+      };
+      std::set<size_t> all(changed.begin(), changed.end()), restored;
+      auto restore = [&](size_t i, double ns) {
+        Kernel &k = kernels[i];
+        const TuneEntry *e = db.find(keyOf(k));
+        TuneSearched was = e && e->searched ? *e->searched : TuneSearched{};
+        k.opts = heuristic[facts[k.members[0]].name];
+        db.put({keyOf(k), k.opts, TuneSearched{was.candidates, was.seconds, ns, ns}});
+        restored.insert(i);
+      };
+      try {
+        std::vector<std::string> names;
+        for (size_t i : changed)
+          for (size_t m : kernels[i].members) names.push_back(facts[m].name);
+        std::vector<NetworkTimes> t = timeInNetwork(req, preOptimize, wholeFromOptimize, pool, scratch, {text(all), text({})}, names);
+        std::map<size_t, double> plainNs; // (each kernel's, with the heuristic's list, in the network)
+        for (size_t i : changed) {
+          const Kernel &k = kernels[i];
+          const std::string &name = facts[k.members[0]].name;
+          double tuned = 0, plain = 0;
+          for (size_t m : k.members) tuned += t[1].kernels.at(facts[m].name), plain += t[0].kernels.at(facts[m].name);
+          bool keep = tuned < 0.97 * plain;
+          plainNs[i] = plain;
+          log << prefix << "in the network: " << name << (k.members.size() > 1 ? " (" + std::to_string(k.members.size()) + " kernels)" : "")
+              << " " << listText(k.opts) << " " << ms(tuned) << " against the heuristic's " << listText(heuristic[name]) << " "
+              << ms(plain) << ": " << (keep ? "kept" : "the heuristic's restored") << "\n";
+          if (!keep) restore(i, plain);
+        }
+        double plainTotal = t[0].total, tunedTotal = t[1].total;
+        if (restored.size() < changed.size() && !restored.empty()) {
+          t = timeInNetwork(req, preOptimize, wholeFromOptimize, pool, scratch, {text(all), text({})}, {});
+          plainTotal = t[0].total, tunedTotal = t[1].total;
+        }
+        if (restored.size() < changed.size()) {
+          bool keep = tunedTotal < 0.99 * plainTotal;
+          log << prefix << "in the network: " << changed.size() - restored.size() << " searched lists " << ms(tunedTotal)
+              << " against the heuristic's " << ms(plainTotal) << ": " << (keep ? "kept" : "the heuristic's restored") << "\n";
+          if (!keep)
+            for (size_t i : changed)
+              if (!restored.count(i)) restore(i, plainNs[i]);
+        }
+      } catch (const Error &e) {
+        log << prefix << "the searched lists not checked in the network (" << e.what() << "): kept\n";
+      }
+      double took = secondsSince(ks);
+      searchSeconds += took;
+      std::ostringstream line;
+      line << prefix << "checked in the network in " << std::fixed << std::setprecision(2) << took << " s";
+      log << line.str() << "\n";
     }
   }
 

@@ -1,7 +1,9 @@
 //===- Tune.h - uopc --tune: a timed search over kernel opts, and the tuning database ===//
 // Before the compile the user asked for, tuneKernels compiles the graph once with the optimize pass's own
-// choice (the heuristic, level 2) to learn its kernels, their opts and their structural hashes (the text of
-// each kernel before optimize, names and range numbers left out: the same layer of a network is one kernel).
+// choice (the heuristic, level 2) to learn its kernels, their opts as optimize applied them (not as the
+// kernels end: blocked-layout adds a pool's channel lanes, which given by hand optimize would apply itself)
+// and their structural hashes (the text of each kernel before optimize, names and range numbers left out: the
+// same layer of a network is one kernel). Those lists by hand write the default's kernels byte for byte.
 // Per distinct kernel it then takes the opts from, in order: --kernel-opts (hand); the tuning database's
 // entry of this kernel, target and machine (Driver/TuneDb.h; no timing); with --tune, a search. The driver
 // gives the result to the optimize pass as its opts= option, so a compile with the database and no search
@@ -24,6 +26,12 @@
 // 13 pixels, ran 0.62-0.68 ms built by gcc and 1.7-2.3 ms through LLVM, and the search kept 16 lanes, slower
 // in uopc-run.) Buffers the blocked-layout pass stores in blocks of channels (KernelInfo.blocked,
 // "SLOT:L:P") are given to a candidate in its blocks and read back into planes before the comparison.
+// The lists kept are then checked in the whole network (the graph compiled with the heuristic's lists for the
+// kernels the search changed and with the search's, every kernel step built, the two timed in turns, step by
+// step): a changed kernel keeps its list where its own steps run 3% faster in the network, and the lists left
+// are kept where the whole network runs 1% faster (timed again), else the heuristic's are restored (in the
+// database too). A kernel timed alone reads its inputs from where its last run left them; in a network one
+// kernel's opts also change how its neighbours read the buffers between them.
 // A candidate the optimize pass refuses is skipped; one whose outputs differ from the --opt-level 0
 // kernel's on the same inputs beyond the dtype's tolerance (float32: 1e-4 of the element plus 1e-4 of the
 // buffer's largest; 16-bit floats 1e-2; integers and bools exact) is discarded. Kernels with variables, on GPU targets, or that no opt

@@ -7,7 +7,9 @@
 #include "Runtime/ManifestModel.h"
 #include "Targets/KernelABI.h"
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -253,32 +255,36 @@ void relayoutBlocked(const Steps &g, std::map<BufKey, Mem> &mem, bool toBlocked)
     if (auto it = mem.find(key); it != mem.end()) relayout(it->second, lp.first, lp.second, toBlocked);
 }
 
-void runSteps(Steps &g, std::map<BufKey, Mem> &mem, ThreadPool &pool, bool withOnce) {
+void runSteps(Steps &g, std::map<BufKey, Mem> &mem, ThreadPool &pool, bool withOnce, std::vector<double> *stepNs) {
   std::vector<void *> bufs;
-  for (const Steps::One &s : g.steps) {
+  for (size_t i = 0; i < g.steps.size(); ++i) {
+    const Steps::One &s = g.steps[i];
     if (s.once && !withOnce) continue;
     bufs.clear();
     for (const BufKey &k : s.args) {
       auto own = g.own.find(k);
       bufs.push_back(own != g.own.end() ? own->second.data() : mem.at(k).data());
     }
-    if (s.parallel == 0) {
-      s.entry(bufs.data(), nullptr);
-      continue;
-    }
-    // (as uopc-run runs it: chunks of like work, in turns or by shares (runChunks), on the same spinning
-    // pool)
+    auto start = std::chrono::steady_clock::now();
     int64_t n = s.parallel, parts = std::min<int64_t>(pool.size(), n);
-    if (parts <= 1) {
+    if (n == 0) {
+      s.entry(bufs.data(), nullptr);
+    } else if (parts <= 1) {
       int64_t v[2] = {0, n};
       s.entry(bufs.data(), v);
-      continue;
+    } else {
+      // (as uopc-run runs it: chunks of like work, in turns or by shares (runChunks), on the same spinning
+      // pool)
+      std::vector<int64_t> cuts = manifest::splitChunks(n, parts, manifest::kChunksPerThread, s.parallelWork);
+      runChunks(pool, cuts, s.splitShares, [&](int, int64_t lo, int64_t hi) {
+        int64_t v[2] = {lo, hi};
+        s.entry(bufs.data(), v);
+      });
     }
-    std::vector<int64_t> cuts = manifest::splitChunks(n, parts, manifest::kChunksPerThread, s.parallelWork);
-    runChunks(pool, cuts, s.splitShares, [&](int, int64_t lo, int64_t hi) {
-      int64_t v[2] = {lo, hi};
-      s.entry(bufs.data(), v);
-    });
+    if (stepNs && i < stepNs->size()) {
+      double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
+      (*stepNs)[i] = std::min((*stepNs)[i], ns);
+    }
   }
 }
 

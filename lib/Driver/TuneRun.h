@@ -110,8 +110,9 @@ Steps prepare(Module &m, const std::vector<size_t> &which, const std::string &cp
 /// the reference and the candidates agree on the contents in planes.
 void relayoutBlocked(const Steps &g, std::map<BufKey, Mem> &mem, bool toBlocked);
 
-/// Runs the steps once (`once` steps only when `withOnce`) on their own buffers and those of `mem`.
-void runSteps(Steps &g, std::map<BufKey, Mem> &mem, ThreadPool &pool, bool withOnce);
+/// Runs the steps once (`once` steps only when `withOnce`) on their own buffers and those of `mem`. With
+/// `stepNs` (one entry per step), each step's nanoseconds lower it where they are fewer.
+void runSteps(Steps &g, std::map<BufKey, Mem> &mem, ThreadPool &pool, bool withOnce, std::vector<double> *stepNs = nullptr);
 
 /// Flushes from every cache (x86: clflush, line by line) what a network reads cold: the graph's parameters the
 /// steps read and what their once steps wrote from them (re-laid-out weights, packed panels); the input
