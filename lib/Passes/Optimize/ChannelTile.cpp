@@ -202,9 +202,14 @@ std::optional<std::vector<Opt>> chooseChannelTile(Context &c, const Shape &s,
     // where 6 + a border piece took 4.5-4.8; ShuffleNet's grouped 1x1 convolutions, 4 lanes over rows of 14,
     // 0.37 -> 0.27 ms), else up to 8 (16 of ShuffleNet's stem's 112 pixels took 2.5x the 8's time); a tile of
     // several vectors up to what the registers hold (AVX-512's 32 lanes: 14)
+    // (LLVM, a tile of one vector of lanes or fewer where the accumulators hold 16 such vectors (AVX-512): up
+    // to 16 pixels over a long row, where gcc's build wants 8. ShuffleNet's stem, 24 channels in 8 lanes over
+    // rows of 112, 2 threads, in the network, alternating: LLVM 8 -> 16 pixels 183 -> 122 us, C 146 -> 171; the
+    // search (--tune) found it on LLVM and kept 8 on C. Not measured with AVX2's 16 registers)
+    const bool narrowLlvm = target.name == "llvm" && lanes <= vec && 16 * lanes * live <= target.accumulatorLanes;
     auto fit = [&](int64_t span) {
       int64_t amt = 1, cut = 0;
-      int64_t most = lanes <= vec ? (span <= 16 ? span : 8) : budget;
+      int64_t most = lanes <= vec ? (span <= 16 ? span : narrowLlvm ? 16 : 8) : budget;
       // (a short reduction's tile at most 16 pixels, fewer for gcc to build: SqueezeNet, C, 2 threads on Zen
       // 5, alternating, its first convolution (27 terms) 16 x 11 lanes 275-339 us against 306-367 for 16 x 22,
       // gcc 0.12 s against 0.20 for its kernel; the first run's build 0.64-0.66 -> 0.57 s, the network within
@@ -282,6 +287,15 @@ std::optional<std::vector<Opt>> chooseChannelTile(Context &c, const Shape &s,
       }
     if (amt > 1) opts.push_back({Opt::Upcast, *ra, amt});
     opts.push_back({Opt::Upcast, oa, lanes}); // last: the innermost lanes
+    // (LLVM, a tile of one vector of lanes or fewer that holds under 8 vectors of accumulators: its reduction loop
+    // unrolled by 2, when every reduction ends in it. ShuffleNet's grouped 1x1 convolutions at 7x7, 8 lanes x
+    // 7 pixels, 2 threads, in the network: 4-16% faster, each, as the search (--tune) found on LLVM)
+    if (narrowLlvm && amt * lanes < 8 * vec && !s.reduceRanges.empty()) {
+      const UOp *r = s.reduceRanges.back();
+      auto rn = r->op == Op::RANGE && r->nsrc == 1 ? constBound(r->src(0)) : std::nullopt;
+      bool innermost = std::all_of(s.reduces.begin(), s.reduces.end(), [&](const UOp *red) { return red->src().back() == r; });
+      if (rn && *rn > 2 && *rn % 2 == 0 && innermost) opts.push_back({Opt::Unroll, s.reduceRanges.size() - 1, 2});
+    }
     for (size_t k : weights)
       opts.push_back({Opt::Relayout, oa, ParamArg::slotOf(s.reads[k]->src(0)->arg)});
     return opts;
