@@ -486,6 +486,17 @@ TuneResult tuneKernels(const TuneRequest &req, std::ostream &log) {
     if (req.search && f.tunable) toSearch.push_back(i);
   }
 
+  // optimize's opts= text: the user's --kernel-opts, then NAME/OPT/... of every kernel whose opts the database
+  // or the search gave, but those in `plain` (left to the heuristic)
+  auto text = [&](const std::set<size_t> &plain) {
+    std::string t = userOpts;
+    for (size_t i = 0; i < kernels.size(); ++i) {
+      if (!kernels[i].given || plain.count(i)) continue;
+      for (size_t m : kernels[i].members)
+        t += (t.empty() ? "" : ";") + facts[m].name + (kernels[i].opts.empty() ? "" : "/" + joined(kernels[i].opts, "/"));
+    }
+    return t;
+  };
   double searchSeconds = 0;
   size_t unsearched = 0; // kernels left unsearched: the budget was spent
   if (!toSearch.empty()) {
@@ -635,15 +646,6 @@ TuneResult tuneKernels(const TuneRequest &req, std::ostream &log) {
       if (kernels[i].from == "search" && kernels[i].opts != heuristic[facts[kernels[i].members[0]].name]) changed.push_back(i);
     if (!changed.empty()) {
       auto ks = Clock::now();
-      auto text = [&](const std::set<size_t> &plain) { // (optimize's opts=, the kernels `plain` left to the heuristic)
-        std::string t = userOpts;
-        for (size_t i = 0; i < kernels.size(); ++i) {
-          if (!kernels[i].given || plain.count(i)) continue;
-          for (size_t m : kernels[i].members)
-            t += (t.empty() ? "" : ";") + facts[m].name + (kernels[i].opts.empty() ? "" : "/" + joined(kernels[i].opts, "/"));
-        }
-        return t;
-      };
       std::set<size_t> all(changed.begin(), changed.end()), restored;
       auto restore = [&](size_t i, double ns) {
         Kernel &k = kernels[i];
@@ -696,14 +698,10 @@ TuneResult tuneKernels(const TuneRequest &req, std::ostream &log) {
   }
 
   TuneResult r;
-  r.kernelOpts = userOpts;
+  r.kernelOpts = text({});
   size_t kept = 0, byHand = 0;
   for (const Kernel &k : kernels) {
-    for (size_t m : k.members) {
-      r.optsFrom[facts[m].name] = k.from;
-      if (!k.given) continue;
-      r.kernelOpts += (r.kernelOpts.empty() ? "" : ";") + facts[m].name + (k.opts.empty() ? "" : "/" + joined(k.opts, "/"));
-    }
+    for (size_t m : k.members) r.optsFrom[facts[m].name] = k.from;
     kept += k.from == "heuristic";
     byHand += k.from == "hand";
   }

@@ -290,12 +290,8 @@ std::optional<std::vector<Opt>> chooseChannelTile(Context &c, const Shape &s,
     // (LLVM, a tile of one vector of lanes or fewer that holds under 8 vectors of accumulators: its reduction loop
     // unrolled by 2, when every reduction ends in it. ShuffleNet's grouped 1x1 convolutions at 7x7, 8 lanes x
     // 7 pixels, 2 threads, in the network: 4-16% faster, each, as the search (--tune) found on LLVM)
-    if (narrowLlvm && amt * lanes < 8 * vec && !s.reduceRanges.empty()) {
-      const UOp *r = s.reduceRanges.back();
-      auto rn = r->op == Op::RANGE && r->nsrc == 1 ? constBound(r->src(0)) : std::nullopt;
-      bool innermost = std::all_of(s.reduces.begin(), s.reduces.end(), [&](const UOp *red) { return red->src().back() == r; });
-      if (rn && *rn > 2 && *rn % 2 == 0 && innermost) opts.push_back({Opt::Unroll, s.reduceRanges.size() - 1, 2});
-    }
+    if (narrowLlvm && amt * lanes < 8 * vec)
+      if (auto u = innermostUnroll(s, 2)) opts.push_back(*u);
     for (size_t k : weights)
       opts.push_back({Opt::Relayout, oa, ParamArg::slotOf(s.reads[k]->src(0)->arg)});
     return opts;

@@ -497,6 +497,15 @@ std::optional<std::vector<Opt>> selectMergedTile(const Shape &s, const std::vect
 /// The opts of level 2 for kernel shape s (see the file comment).
 } // namespace
 
+std::optional<Opt> innermostUnroll(const Shape &s, int64_t amount) {
+  const UOp *r = s.reduceRanges.empty() ? nullptr : s.reduceRanges.back();
+  auto n = r && r->op == Op::RANGE && r->nsrc == 1 ? constBound(r->src(0)) : std::nullopt;
+  int64_t size = n && *n <= INT32_MAX ? static_cast<int64_t>(*n) : 0;
+  bool innermost = r && std::all_of(s.reduces.begin(), s.reduces.end(), [&](const UOp *red) { return red->src().back() == r; });
+  if (amount > 1 && innermost && size > amount && size % amount == 0) return Opt{Opt::Unroll, s.reduceRanges.size() - 1, amount};
+  return std::nullopt;
+}
+
 std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target, bool seams, bool groups, bool merges) {
   if (s.reduces.empty()) {
     if (!seams) return {};
@@ -783,13 +792,7 @@ std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target
   if (reuse) opts.push_back({Opt::Upcast, *ra, reuse});
   opts.push_back({Opt::Upcast, *va, vAmount}); // last: the highest range number, the innermost lanes
   // the tile's reduction loop unrolled by the target's amount (tinygrad's UNROLL), when every REDUCE ends in it
-  int64_t u = target.tileUnroll;
-  const UOp *r = s.reduceRanges.empty() ? nullptr : s.reduceRanges.back();
-  auto n = r && r->op == Op::RANGE && r->nsrc == 1 ? constBound(r->src(0)) : std::nullopt;
-  int64_t size = n && *n <= INT32_MAX ? static_cast<int64_t>(*n) : 0;
-  bool innermost = r && std::all_of(s.reduces.begin(), s.reduces.end(), [&](const UOp *red) { return red->src().back() == r; });
-  if (u > 1 && innermost && size > u && size % u == 0)
-    opts.push_back({Opt::Unroll, s.reduceRanges.size() - 1, u});
+  if (auto u = innermostUnroll(s, target.tileUnroll)) opts.push_back(*u);
   if (ra && std::none_of(interior.begin(), interior.end(), [](auto x) { return x.has_value(); })) {
     int64_t rowTiles = 1; // the tiles along the other output loops, each of which passes over the panel
     for (size_t a = 0; a < sizes.size(); ++a)

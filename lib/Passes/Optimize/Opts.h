@@ -84,6 +84,9 @@ std::optional<std::vector<Opt>> chooseChannelTile(Context &c, const Shape &s,
 
 /// What the vector tile adds (Tiles.cpp, each described there): partial accumulators, packed panels, an L2
 /// panel block, a strip of lanes for column walks; and a reduction with neither, its independent rows.
+/// A tile's reduction loop unrolled by `amount` (unroll:R:amount), where every REDUCE ends in that loop, the last
+/// of s's reduction loops, and `amount` divides it and is less; nullopt elsewhere.
+std::optional<Opt> innermostUnroll(const Shape &s, int64_t amount);
 std::vector<Opt> choosePartial(const Shape &s, int64_t vec);
 std::optional<Opt> chooseRowChains(const Shape &s);
 std::vector<Opt> choosePacks(const Shape &s, const std::vector<std::vector<std::optional<int64_t>>> &strides, size_t va,
