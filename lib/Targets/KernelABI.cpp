@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cctype>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace uopc {
 
@@ -219,6 +220,63 @@ std::vector<bool> independentLaneLoops(std::span<const UOp *const> items) {
       }
     }
     out.push_back(ok);
+  }
+  return out;
+}
+
+namespace {
+/// paddedLaneGates' test of one lane loop's items: the padded read's INDEX, or nullptr.
+const UOp *paddedRead(std::span<const UOp *const> body, const std::unordered_set<const UOp *> &unrolled) {
+  std::unordered_set<const UOp *> inside(body.begin(), body.end());
+  const UOp *gated = nullptr;
+  for (const UOp *u : body) {
+    if (u->op == Op::RANGE || u->op == Op::END || u->op == Op::IF || u->op == Op::ENDIF || u->op == Op::CUSTOM ||
+        u->op == Op::PREFETCH || u->op == Op::BARRIER)
+      return nullptr;
+    if (u->op != Op::STORE) continue;
+    const UOp *acc = u->src(0), *x = u->src(1);
+    if (acc->op != Op::REDUCE || acc->arg->elems()[0]->op() != Op::ADD || !isFloat(acc->dtype) || x->op != Op::MUL) return nullptr;
+    const UOp *ld = nullptr;
+    for (const UOp *m : x->src())
+      if (m->op == Op::LOAD && !inside.count(m) && m->nsrc == 2 && m->src(0)->op == Op::INDEX && m->src(0)->nsrc >= 3 &&
+          m->src(1)->op == Op::CONST && m->src(1)->arg->kind == ArgKind::Float && m->src(1)->arg->f() == 0.0)
+        ld = m;
+    if (!ld || (gated && gated != ld->src(0))) return nullptr;
+    const UOp *other = x->src(0) == ld ? x->src(1) : x->src(0);
+    if (other->op == Op::INDEX && other->nsrc != 2) return nullptr; // (a gated weight: its validity poisons the sum)
+    gated = ld->src(0);
+  }
+  if (!gated) return nullptr;
+  std::vector<const UOp *> conds, stack;
+  for (const UOp *g : gated->src().subspan(2)) stack.push_back(g);
+  while (!stack.empty()) {
+    const UOp *x = stack.back();
+    stack.pop_back();
+    if (x->op == Op::AND && x->dtype == DType::Bool && x->nsrc == 2) stack.push_back(x->src(0)), stack.push_back(x->src(1));
+    else conds.push_back(x);
+  }
+  bool constantInCopies = false;
+  for (const UOp *cnd : conds) {
+    bool inCopies = false, outside = false;
+    for (const UOp *r : toposort(cnd))
+      if (r->op == Op::RANGE) (unrolled.count(r) ? inCopies : outside) = true;
+    if (inCopies && outside) return nullptr;
+    constantInCopies = constantInCopies || inCopies;
+  }
+  return constantInCopies ? gated : nullptr;
+}
+} // namespace
+
+std::vector<const UOp *> paddedLaneGates(std::span<const UOp *const> items, const std::vector<bool> &laneLoops,
+                                         const std::unordered_set<const UOp *> &unrolled) {
+  std::vector<const UOp *> out;
+  for (size_t i = 0, k = 0; i < items.size(); ++i) {
+    if (items[i]->op != Op::RANGE) continue;
+    out.push_back(nullptr);
+    if (k >= laneLoops.size() || !laneLoops[k++]) continue;
+    size_t end = i + 1; // (a lane loop has no loop inside: the next END is its own)
+    while (end < items.size() && items[end]->op != Op::END) ++end;
+    out.back() = paddedRead(items.subspan(i + 1, end - i - 1), unrolled);
   }
   return out;
 }

@@ -15,6 +15,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 namespace uopc {
@@ -55,6 +56,20 @@ struct KernelABI {
 /// loop is not one) and every buffer access moves by 0 or 1 element per lane (not a gather: a conv's
 /// output-channel lanes read weights 576 elements apart, and run better unrolled than as a vector loop).
 std::vector<bool> independentLaneLoops(std::span<const UOp *const> items);
+
+/// Per RANGE item of `items`, in order (as independentLaneLoops, `laneLoops`): for a vector lane loop whose items
+/// only compute values and add products x * w to float accumulators (REDUCE ADD), x one read of a padded input
+/// loaded before the loop under its gates with 0 where they fail (a convolution's window past the edge of its
+/// map), that read's INDEX; nullptr for every other loop. A renderer runs such a loop only where the gates hold:
+/// out of bounds each product is 0 * w, the sum's identity (reduce-identity: an Invalid element along a reduced
+/// axis contributes the identity), so the loop adds nothing (0 * inf, a NaN, is the one product it skips that is
+/// not 0). Only where each condition of the gates (the terms of their ANDs) is either constant in each copy of
+/// the loops the renderer unrolls around it (`unrolled`: a register tile's pixels, its window's columns) or
+/// depends on none of them (a window's row past the top or bottom), and one condition is of the first kind: the
+/// compiler then drops the copies that read padding and branches once on the rows' condition. A condition that
+/// mixes the two (the tiles of a 56-pixel row at a runtime offset) stays a select; so do the rows' alone.
+std::vector<const UOp *> paddedLaneGates(std::span<const UOp *const> items, const std::vector<bool> &laneLoops,
+                                         const std::unordered_set<const UOp *> &unrolled);
 
 /// The one loop every renderer runs over a linearized kernel's items (lib/Passes/Linearize.cpp): R
 /// implements loopBegin(RANGE), loopEnd(END), ifBegin(IF), ifEnd(ENDIF), accumulator(REDUCE),

@@ -73,6 +73,8 @@ struct Emitter : ValueBuilder {
   std::vector<std::unique_ptr<Loop>> loops; ///< every loop opened (open ones are on `open`)
   std::vector<Loop *> open;
   std::vector<bool> laneLoops; ///< per RANGE item: a loop of independent lanes (KernelABI.h)
+  /// per RANGE item: the padded read whose products are all its lanes add (paddedLaneGates, KernelABI.h)
+  std::vector<const UOp *> paddedLaneGates;
   size_t loopCount = 0;        ///< the RANGE items opened so far
   std::vector<llvm::BasicBlock *> ifs; ///< the block after each open IF
   std::unordered_map<const UOp *, Val> memo; ///< each value's latest definition
@@ -176,6 +178,7 @@ struct Emitter : ValueBuilder {
     std::string name = rangeName(r);
     L->range = r;
     if (loopCount < laneLoops.size() && laneLoops[loopCount] && !open.empty()) open.back()->enclosesLanes = true;
+    const UOp *padded = loopCount < paddedLaneGates.size() ? paddedLaneGates[loopCount] : nullptr;
     ++loopCount;
     L->counter = makeAlloca(T, name + ".addr");
     L->header = llvm::BasicBlock::Create(lc, name + ".cond", fn);
@@ -194,7 +197,9 @@ struct Emitter : ValueBuilder {
       nv = b.CreateSelect(b.CreateICmpSLT(hi, size), hi, size);
     }
     b.CreateStore(from, L->counter);
-    b.CreateBr(L->header);
+    // lanes that only add a padded read's products: run where it is in bounds (the C target's loopBegin)
+    if (Value *ok = padded ? access(padded, val(padded->src(1))) : nullptr) b.CreateCondBr(ok, L->header, L->exit);
+    else b.CreateBr(L->header);
     b.SetInsertPoint(L->header);
     Value *iv = b.CreateLoad(T, L->counter, name + ".iv");
     b.CreateCondBr(b.CreateICmpSLT(iv, nv), body, L->exit);
@@ -645,6 +650,29 @@ BuiltModule buildModule(Context &ctx, const UOp *call, int64_t deviceNum, std::s
     em.beginLanes();
   }
   em.laneLoops = independentLaneLoops(linearItems(linear));
+  if (!em.gpu()) {
+    // (the loops LLVM unrolls in full around a tile's lanes: UNROLL ranges, its outer lanes (constant UPCAST
+    // ranges), and a short window loop with only those inside: the innermost of a window's loops)
+    std::span<const UOp *const> items = linearItems(linear);
+    std::unordered_set<const UOp *> unrolled;
+    auto constant = [](const UOp *r) { return r->src(0)->op == Op::CONST ? constBound(r->src(0)) : std::nullopt; };
+    for (const UOp *u : items)
+      if (u->op == Op::RANGE && (isUnrollRange(u) || (isUpcastRange(u) && constant(u)))) unrolled.insert(u);
+    for (size_t i = 0; i < items.size(); ++i) {
+      const UOp *u = items[i];
+      auto n = u->op == Op::RANGE ? constant(u) : std::nullopt;
+      if (!n || *n < 2 || *n > 5 || !u->arg || u->arg->kind != ArgKind::Tuple || u->arg->count < 2 ||
+          u->arg->elems()[1]->kind != ArgKind::AxisType || u->arg->elems()[1]->axisType() != AxisType::REDUCE)
+        continue;
+      bool innermost = true;
+      for (size_t j = i + 1, depth = 0; j < items.size(); ++j) {
+        if (items[j]->op == Op::END && depth-- == 0) break;
+        if (items[j]->op == Op::RANGE) ++depth, innermost = innermost && unrolled.count(items[j]);
+      }
+      if (innermost) unrolled.insert(u);
+    }
+    em.paddedLaneGates = paddedLaneGates(items, em.laneLoops, unrolled);
+  }
   renderItems(linearItems(linear), em);
   if (!em.open.empty() || !em.ifs.empty()) fail("LLVM target: the LINEAR items leave a loop or an IF open");
   if (em.blocks.addr) {
