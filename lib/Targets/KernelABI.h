@@ -61,9 +61,9 @@ std::vector<bool> independentLaneLoops(std::span<const UOp *const> items);
 /// only compute values and add products x * w to float accumulators (REDUCE ADD), x one read of a padded input
 /// loaded before the loop under its gates with 0 where they fail (a convolution's window past the edge of its
 /// map), that read's INDEX; nullptr for every other loop. A renderer runs such a loop only where the gates hold:
-/// out of bounds each product is 0 * w, the sum's identity (reduce-identity: an Invalid element along a reduced
-/// axis contributes the identity), so the loop adds nothing (0 * inf, a NaN, is the one product it skips that is
-/// not 0). Only where each condition of the gates (the terms of their ANDs) is either constant in each copy of
+/// out of bounds each product is 0 * w, the sum's identity for every finite w, so the loop adds nothing. (An
+/// Invalid element along a reduced axis contributes the identity anyway, reduce-identity; but the 0 may be a user's
+/// zero pad, and where a weight is inf or NaN tinygrad's 0 * w there is a NaN this sum then does not get.) Only where each condition of the gates (the terms of their ANDs) is either constant in each copy of
 /// the loops the renderer unrolls around it (`unrolled`: a register tile's pixels, its window's columns) or
 /// depends on none of them (a window's row past the top or bottom), and one condition is of the first kind: the
 /// compiler then drops the copies that read padding and branches once on the rows' condition. A condition that
