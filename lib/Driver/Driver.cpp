@@ -218,6 +218,11 @@ int compileMain(int argc, char **argv) {
   app.add_option("--tune-db", tuneDb,
                  "The tuning database (default with --tune: $XDG_CACHE_HOME/uopc/tune.json); without --tune its "
                  "entries for this machine are applied, nothing is timed");
+  // (hidden, for tests: Driver/Tune.h's TuneRequest::testFound and testNetworkFactor)
+  std::vector<std::string> tuneTestFound;
+  double tuneTestNetworkFactor = 0;
+  app.add_option("--tune-test-found", tuneTestFound, "")->group("");
+  app.add_option("--tune-test-network-factor", tuneTestNetworkFactor, "")->check(CLI::Range(0.0, 1e6))->group("");
   app.add_option("--emit", emit,
                  "What to write: 'kernels' (default) the kernel sources and manifest.json, 'manifest' only "
                  "manifest.json (the schedule), 'graph' the final graph as graph.json, 'library' one C library "
@@ -362,6 +367,18 @@ int compileMain(int argc, char **argv) {
       tr.search = tune;
       tr.budgetSeconds = tuneBudget;
       tr.dbPath = tuneDb.empty() ? defaultTuneDbPath() : tuneDb;
+      for (const std::string &f : tuneTestFound) {
+        std::vector<std::string> parts;
+        for (size_t at = 0;;) {
+          size_t slash = f.find('/', at);
+          parts.push_back(f.substr(at, slash == std::string::npos ? std::string::npos : slash - at));
+          if (slash == std::string::npos) break;
+          at = slash + 1;
+        }
+        if (parts.empty() || parts[0].empty()) fail("--tune-test-found: expected NAME/OPT/..., got '" + f + "'");
+        tr.testFound[parts[0]] = std::vector<std::string>(parts.begin() + 1, parts.end());
+      }
+      tr.testNetworkFactor = tuneTestNetworkFactor;
       tuned = tuneKernels(tr, std::cerr);
       for (PipelineEntry &e : co.pipeline)
         if (e.pass->flag == "optimize" && !tuned->kernelOpts.empty()) e.options["opts"] = tuned->kernelOpts;

@@ -552,6 +552,14 @@ TuneResult tuneKernels(const TuneRequest &req, std::ostream &log) {
       share = std::max(share, std::min(0.5, left / static_cast<double>(after)));
       auto ks = Clock::now();
       std::string where = prefix + "kernel " + std::to_string(i + 1) + "/" + std::to_string(kernels.size()) + " " + f.name + ": ";
+      if (auto found = req.testFound.find(f.name); found != req.testFound.end()) {
+        log << where << "found " << listText(found->second) << " (--tune-test-found: not searched)\n";
+        k.opts = found->second;
+        k.from = "search";
+        k.given = true;
+        db.put({keyOf(k), k.opts, TuneSearched{0, 0, 0, 0}});
+        continue;
+      }
       // (every other kernel's heuristic list by hand, after the user's)
       std::string others = userOpts;
       for (const KernelFacts &o : facts)
@@ -659,7 +667,15 @@ TuneResult tuneKernels(const TuneRequest &req, std::ostream &log) {
         std::vector<std::string> names;
         for (size_t i : changed)
           for (size_t m : kernels[i].members) names.push_back(facts[m].name);
-        std::vector<NetworkTimes> t = timeInNetwork(req, preOptimize, wholeFromOptimize, pool, scratch, {text(all), text({})}, names);
+        // (--tune-test-network-factor: the searched lists' times scaled, for tests)
+        auto scaled = [&](std::vector<NetworkTimes> t) {
+          if (req.testNetworkFactor > 0) {
+            for (auto &[name, ns] : t[1].kernels) ns *= req.testNetworkFactor;
+            t[1].total *= req.testNetworkFactor;
+          }
+          return t;
+        };
+        std::vector<NetworkTimes> t = scaled(timeInNetwork(req, preOptimize, wholeFromOptimize, pool, scratch, {text(all), text({})}, names));
         std::map<size_t, double> plainNs; // (each kernel's, with the heuristic's list, in the network)
         for (size_t i : changed) {
           const Kernel &k = kernels[i];
@@ -675,7 +691,7 @@ TuneResult tuneKernels(const TuneRequest &req, std::ostream &log) {
         }
         double plainTotal = t[0].total, tunedTotal = t[1].total;
         if (restored.size() < changed.size() && !restored.empty()) {
-          t = timeInNetwork(req, preOptimize, wholeFromOptimize, pool, scratch, {text(all), text({})}, {});
+          t = scaled(timeInNetwork(req, preOptimize, wholeFromOptimize, pool, scratch, {text(all), text({})}, {}));
           plainTotal = t[0].total, tunedTotal = t[1].total;
         }
         if (restored.size() < changed.size()) {

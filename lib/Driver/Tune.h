@@ -44,6 +44,7 @@
 #include <iosfwd>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace uopc {
 
@@ -53,6 +54,11 @@ struct TuneRequest {
   bool search = false;     ///< --tune: search the kernels the database lacks (else only apply it)
   double budgetSeconds = 60; ///< --tune-budget: the whole search's wall time
   std::string dbPath;      ///< --tune-db, or defaultTuneDbPath()
+  /// For tests only (hidden options), so that the choices after the search can be pinned where timings vary:
+  /// --tune-test-found NAME/OPT/...: kernel NAME is not searched, this list is taken as what its search found;
+  /// --tune-test-network-factor X (> 0): the check in the network sees the searched lists' times X times theirs.
+  std::map<std::string, std::vector<std::string>> testFound;
+  double testNetworkFactor = 0;
 };
 
 struct TuneResult {
