@@ -101,8 +101,10 @@ def write_safetensors(path, tensors):
         blobs.append(data)
     h = json.dumps(header, separators=(",", ":")).encode()
     h += b" " * ((8 - (8 + len(h)) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+    with open(path, "wb") as f:  # (blob by blob: VGG-19's 548 MB joined first took 1.8 s more)
+        f.write(struct.pack("<Q", len(h)) + h)
+        for blob in blobs:
+            f.write(blob)
 
 
 def read_safetensors(path):
@@ -281,17 +283,19 @@ def _materialize_many(given):
 
 def _storage_slice(t):
     """Where t's uop is a copy of a byte range of a buffer on a storage device, as OnnxRunner makes an
-    initializer (COPY(BITCAST(SHRINK(BUFFER on DISK:model.onnx))), SHRINK's margins (offset, size)): a view of
+    initializer (COPY(RESHAPE(BITCAST(SHRINK(BUFFER on DISK:model.onnx)))), SHRINK's margins (offset, size)): a view of
     those bytes in that buffer (a tinygrad Buffer), else None."""
     _, _, dtypes, _, Ops = _tg()
-    u = t.uop
-    while u.op is Ops.RESHAPE and u.src:
-        u = u.src[0]
+    def under_reshapes(u):
+        while u.op is Ops.RESHAPE and u.src:
+            u = u.src[0]
+        return u
+    u = under_reshapes(t.uop)
     if u.op is not Ops.COPY or not u.src:
         return None
-    u = u.src[0]
+    u = under_reshapes(u.src[0])
     if u.op is Ops.BITCAST and u.src:
-        u = u.src[0]
+        u = under_reshapes(u.src[0])
     if u.op is not Ops.SHRINK or len(u.src) != 3 or u.src[0].op is not Ops.BUFFER:
         return None
     b = u.src[0]
