@@ -247,7 +247,7 @@ def _materialize_many(given):
     tensor, each walking every live tensor: DenseNet-121's 848 ONNX initializers ~8 s of a 13.8-14.1 s export.
     Here an initializer, a copy of a byte range of the model's file (_storage_slice), is copied buffer to buffer
     into one of its own, no schedule; the other tensors are computed by one schedule for all of them and copied
-    so. DenseNet-121's export 6.2-6.4 s, the same bytes written. Tensors on one device with elements, not on a
+    so. DenseNet-121's export 5.0-5.1 s, the same bytes written. Tensors on one device with elements, not on a
     storage device, without a buffer of their own; the others, and all where tinygrad refuses the batch, are left
     to _materialize, one by one, whose errors name the tensor."""
     _, Tensor, dtypes, _, _ = _tg()
