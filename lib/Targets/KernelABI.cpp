@@ -226,7 +226,7 @@ std::vector<bool> independentLaneLoops(std::span<const UOp *const> items) {
 
 namespace {
 /// paddedLaneGates' test of one lane loop's items: the padded read's INDEX, or nullptr.
-const UOp *paddedRead(std::span<const UOp *const> body, const std::unordered_set<const UOp *> &unrolled) {
+const UOp *paddedRead(std::span<const UOp *const> body, const std::unordered_set<const UOp *> &unrolled, bool withRows) {
   std::unordered_set<const UOp *> inside(body.begin(), body.end());
   const UOp *gated = nullptr;
   for (const UOp *u : body) {
@@ -255,20 +255,21 @@ const UOp *paddedRead(std::span<const UOp *const> body, const std::unordered_set
     if (x->op == Op::AND && x->dtype == DType::Bool && x->nsrc == 2) stack.push_back(x->src(0)), stack.push_back(x->src(1));
     else conds.push_back(x);
   }
-  bool constantInCopies = false;
+  bool constantInCopies = false, rows = false;
   for (const UOp *cnd : conds) {
     bool inCopies = false, outside = false;
     for (const UOp *r : toposort(cnd))
       if (r->op == Op::RANGE) (unrolled.count(r) ? inCopies : outside) = true;
     if (inCopies && outside) return nullptr;
     constantInCopies = constantInCopies || inCopies;
+    rows = rows || outside;
   }
-  return constantInCopies ? gated : nullptr;
+  return constantInCopies && (rows || !withRows) ? gated : nullptr;
 }
 } // namespace
 
 std::vector<const UOp *> paddedLaneGates(std::span<const UOp *const> items, const std::vector<bool> &laneLoops,
-                                         const std::unordered_set<const UOp *> &unrolled) {
+                                         const std::unordered_set<const UOp *> &unrolled, bool withRows) {
   std::vector<const UOp *> out;
   for (size_t i = 0, k = 0; i < items.size(); ++i) {
     if (items[i]->op != Op::RANGE) continue;
@@ -276,7 +277,7 @@ std::vector<const UOp *> paddedLaneGates(std::span<const UOp *const> items, cons
     if (k >= laneLoops.size() || !laneLoops[k++]) continue;
     size_t end = i + 1; // (a lane loop has no loop inside: the next END is its own)
     while (end < items.size() && items[end]->op != Op::END) ++end;
-    out.back() = paddedRead(items.subspan(i + 1, end - i - 1), unrolled);
+    out.back() = paddedRead(items.subspan(i + 1, end - i - 1), unrolled, withRows);
   }
   return out;
 }

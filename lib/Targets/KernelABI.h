@@ -68,8 +68,10 @@ std::vector<bool> independentLaneLoops(std::span<const UOp *const> items);
 /// depends on none of them (a window's row past the top or bottom), and one condition is of the first kind: the
 /// compiler then drops the copies that read padding and branches once on the rows' condition. A condition that
 /// mixes the two (the tiles of a 56-pixel row at a runtime offset) stays a select; so do the rows' alone.
+/// withRows: only where some condition is of the second kind too (a row tiled whole with its borders gated,
+/// ChannelTile.cpp's rowGated: the LLVM target's rule, whose border pieces of a long row ran slower with it).
 std::vector<const UOp *> paddedLaneGates(std::span<const UOp *const> items, const std::vector<bool> &laneLoops,
-                                         const std::unordered_set<const UOp *> &unrolled);
+                                         const std::unordered_set<const UOp *> &unrolled, bool withRows = false);
 
 /// The one loop every renderer runs over a linearized kernel's items (lib/Passes/Linearize.cpp): R
 /// implements loopBegin(RANGE), loopEnd(END), ifBegin(IF), ifEnd(ENDIF), accumulator(REDUCE),
