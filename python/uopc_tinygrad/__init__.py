@@ -34,9 +34,14 @@ tensor with no elements is an empty buffer (a parameter of 0 elements, an empty 
 dtype uopc and tinygrad share is exported; the two that safetensors has no code for (fp8e4m3fnuz,
 fp8e5m2fnuz) only as intermediates, not as inputs or outputs.
 
+An output no kernel would compute (an input returned as it is, reshaped or sliced) is copied into a buffer
+of its own, and so is a result returned twice: every output is a parameter of its own.
+
 Refused by name, with the reason (ExportError, one line, names and other libraries' text quoted and cut at
-about 200 characters): outputs of symbolic shape or with no elements, views on several devices, and what
-tinygrad itself cannot compute or read (its error quoted).
+about 200 characters): outputs of symbolic shape or with no elements, views on several devices, a read of
+an argument's value on the host (.numpy(), .item(), .tolist(); an ONNX input used as a shape: its value
+would be baked into the graph; export_onnx's consts, --const, fix such an input), and what tinygrad itself
+cannot compute or read (its error quoted).
 """
 
 __version__ = "0.1.0"  # uopc's (CMakeLists.txt project VERSION)
@@ -412,27 +417,41 @@ def _consumer_device(u, roots):
     return d
 
 
-def _call_lazily(fn, args):
+def _call_lazily(fn, args, in_name):
     """fn(*args) with every realize of what depends on the arguments left lazy (a forward ending in
     .realize(), a KV cache written with assign(...).realize()): the export captures what tinygrad would run,
     outputs and state updates, as one graph. A realize of what the arguments do not reach (OnnxRunner's shape
-    constants) runs: its value is the same for every input. Returns (outputs, state): the tensors that held
-    a buffer before fn and an update of it after (the state fn writes in place)."""
+    constants) runs: its value is the same for every input. A read on the host of what an argument reaches
+    (.numpy(), .item(), .tolist(): an argument used as a shape, a loop count) is refused, naming the argument:
+    its value would be baked into the graph (every host read goes through Tensor._buffer). Returns (outputs,
+    state): the tensors that held a buffer before fn and an update of it after (the state fn writes in place)."""
     _, Tensor, _, _, Ops = _tg()
     from tinygrad.tensor import all_tensors
-    roots = {_buffer_of(a.uop) for a in args if isinstance(a, Tensor)} - {None}
+    arg_of = {}
+    for j, a in enumerate(args):
+        if isinstance(a, Tensor) and _buffer_of(a.uop) is not None:
+            arg_of.setdefault(_buffer_of(a.uop), j)
+    roots = set(arg_of)
     before = {}
     for ref in list(all_tensors):
         t = ref()
         if t is not None and _buffer_of(t.uop) is not None:
             before[id(t)] = (t, t.uop)
-    original = Tensor.realize
+    original, original_buffer = Tensor.realize, Tensor._buffer
 
     def lazy(self, *lst, **kw):
         if roots and any(any(u.op is Ops.BUFFER and u in roots for u in t.uop.toposort()) for t in (self, *lst)):
             return self
         return original(self, *lst, **kw)
-    Tensor.realize = lazy
+
+    def guarded_buffer(self):
+        j = next((arg_of[u] for u in self.uop.toposort() if u.op is Ops.BUFFER and u in arg_of), None) if roots else None
+        if j is not None:
+            raise ExportError(f"uopc_tinygrad.export: fn reads input {j} {_quote(in_name(j))} on the host (.numpy(), "
+                              ".item(), .tolist(), or an ONNX input used as a shape, axes or a count): its value would "
+                              "be baked into the graph; make it a constant of fn (ONNX: --const NAME=V0,V1,...)")
+        return original_buffer(self)
+    Tensor.realize, Tensor._buffer = lazy, guarded_buffer
     try:
         outs = fn(*args)
     except ExportError:
@@ -442,7 +461,7 @@ def _call_lazily(fn, args):
                           f"({_tinygrad_error(e)}); a function that reads such a value on the host "
                           "(.numpy(), .item(), .tolist(), data-dependent control flow) cannot be captured") from e
     finally:
-        Tensor.realize = original
+        Tensor.realize, Tensor._buffer = original, original_buffer
     state = [(t, u) for t, u in before.values() if t.uop is not u and _buffer_of(t.uop) is None]
     return outs, state
 
@@ -605,7 +624,7 @@ def export(fn, *args, out, model=None, input_names=None, output_names=None):
         if _buffer_of(t.uop) is not None:
             named.setdefault(_buffer_of(t.uop), name)
 
-    outs, state_tensors = _call_lazily(fn, args)
+    outs, state_tensors = _call_lazily(fn, args, in_name)
     outs = tuple(outs) if isinstance(outs, (tuple, list)) else (outs,)
     if not outs or not all(isinstance(o, Tensor) for o in outs):
         raise TypeError("uopc_tinygrad.export: fn must return a Tensor or a tuple of Tensors")
@@ -640,8 +659,14 @@ def _export_captured(outs, state_tensors, args, out, named, stored_names, state,
     roots = _realize_stored_reads([o.uop for o in outs] + [t.uop for t, _ in state_tensors], stored_names, named)
     outs = [Tensor(r) if r is not o.uop else o for r, o in zip(roots, outs)]
     state_roots = roots[len(outs):]
-    # an output that is a view (logits[:, -1, :]) or a buffer fn did not compute gets a buffer of its own
-    outs = tuple(o if o.uop is o.uop.base and _buffer_of(o.uop) is None else o.contiguous() for o in outs)
+    # an output that is a view (logits[:, -1, :]) or a buffer fn did not compute gets a buffer of its own: a
+    # view of what fn computes a CONTIGUOUS, and one of a buffer that held data before fn (an input returned
+    # as it is, reshaped or sliced) a copy into a new buffer (tinygrad turns a CONTIGUOUS of such a view back
+    # into a view of the same buffer, which no kernel writes)
+    # (and so does an output fn returns twice: each a buffer of its own)
+    outs = tuple(o if o.uop is o.uop.base and _buffer_of(o.uop) is None else
+                 o.clone() if _buffer_of(o.uop.base) is not None else o.contiguous() for o in outs)
+    outs = tuple(o.clone() if any(o.uop is p.uop for p in outs[:j]) else o for j, o in enumerate(outs))
     try:
         call, buffer_map = transform_to_call(UOp.sink(*[o.uop for o in outs], *state_roots))
     except Exception as e:  # noqa: BLE001
@@ -743,7 +768,7 @@ def _export_captured(outs, state_tensors, args, out, named, stored_names, state,
     return io
 
 
-def export_onnx(path, out, shapes=None, seed=0, dynamic=None):
+def export_onnx(path, out, shapes=None, seed=0, dynamic=None, consts=None):
     """Exports an ONNX model through tinygrad's OnnxRunner: out/graph.json, io.json, inputs.safetensors.
 
     Inputs and outputs keep their ONNX names, initializers too (as inputs of the graph: the weights). shapes:
@@ -755,11 +780,16 @@ def export_onnx(path, out, shapes=None, seed=0, dynamic=None):
     variable of that name and range (uopc-run --var NAME=SIZE), bound to max in the export. An input's buffer
     holds max along such a dimension and the graph reads its first SIZE; an output whose size depends on one is
     stored at its largest size, its elements past SIZE zeros. io.json's inputs and outputs list them
-    ("dynamic": {axis: size}). Returns the io.json dictionary."""
+    ("dynamic": {axis: size}).
+
+    consts: {input name: list of numbers}: the input takes these values (in the shape --input gives, else 1-D)
+    in the export and is no input of the graph: the graph is specialized to them (a shape, axes or a count the
+    model reads on the host, such as Expand's shape; an input read so and not given here is refused by name).
+    Returns the io.json dictionary."""
     _, Tensor, dtypes, _, _ = _tg()
     from tinygrad import Variable
     from tinygrad.nn.onnx import OnnxRunner
-    shapes, dynamic = dict(shapes or {}), dict(dynamic or {})
+    shapes, dynamic, consts = dict(shapes or {}), dict(dynamic or {}), dict(consts or {})
     for dim, (lo, hi) in dynamic.items():
         if not (dim.isascii() and dim.isidentifier()):
             raise ExportError(f"uopc_tinygrad: --dynamic {_quote(dim)}: a uopc variable's name is a C identifier "
@@ -788,11 +818,26 @@ def export_onnx(path, out, shapes=None, seed=0, dynamic=None):
     if unused:
         raise ExportError(f"uopc_tinygrad: --dynamic {_quote(', '.join(sorted(unused)))}: no ONNX input has a dimension "
                           "of that name")
-    names, args, dyn_axes = [], [], {}
+    names, args, dyn_axes, fixed = [], [], {}, {}
     Tensor.manual_seed(seed)
     for name, spec in runner.graph_inputs.items():
         axes = {a: d for a, d in enumerate(spec.shape) if isinstance(d, str) and d in dynamic}
         shape, dtname = shapes.pop(name, (None, None))
+        if name in consts:
+            values = consts.pop(name)
+            dt = getattr(dtypes, dtname) if dtname and isinstance(getattr(dtypes, dtname, None), type(dtypes.float32)) \
+                else spec.dtype
+            if shape is None:
+                shape = (len(values),)
+            if math.prod(shape) != len(values) or axes:
+                raise ExportError(f"uopc_tinygrad: --const {_quote(name)}: {len(values)} values for the shape {shape}" +
+                                  ("" if not axes else " (a constant has no dynamic dimension)"))
+            try:
+                fixed[name] = Tensor(values, dtype=dt).reshape(shape).contiguous().realize()
+            except Exception as e:  # noqa: BLE001
+                raise ExportError(f"uopc_tinygrad: --const {_quote(name)}: tinygrad could not make it as {dt.name} "
+                                  f"({_tinygrad_error(e)})") from e
+            continue
         if shape is None:
             if not all(isinstance(d, int) or d in dynamic for d in spec.shape):
                 dims = _quote(", ".join(str(d) for d in spec.shape))
@@ -814,15 +859,16 @@ def export_onnx(path, out, shapes=None, seed=0, dynamic=None):
                               f"{shape} and dtype {dt.name} ({_tinygrad_error(e)})") from e
         names.append(name)
         dyn_axes[name] = axes
-    if shapes:
-        raise ExportError(f"uopc_tinygrad: the ONNX model has no input(s) {_quote(', '.join(sorted(shapes)))}; it has "
-                          f"{_quote(', '.join(runner.graph_inputs))}")
+    if shapes or consts:
+        raise ExportError(f"uopc_tinygrad: the ONNX model has no input(s) {_quote(', '.join(sorted({*shapes, *consts})))}; "
+                          f"it has {_quote(', '.join(runner.graph_inputs))}")
     outputs = list(runner.graph_outputs)
     weights = {k: v for k, v in runner.graph_values.items() if isinstance(v, Tensor)}
+    weights.update(fixed)  # a constant a kernel reads is a weight of its own name
     out_dyn = {}
 
     def fn(*xs):
-        feed = {}
+        feed = dict(fixed)
         for name, x in zip(names, xs):
             axes = dyn_axes[name]
             feed[name] = x.shrink(tuple((0, bound[axes[a]]) if a in axes else None for a in range(x.ndim))) if axes else x

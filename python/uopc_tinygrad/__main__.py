@@ -29,6 +29,10 @@ def main(argv=None) -> int:
     ap.add_argument("--dynamic", action="append", default=[], metavar="DIM=MIN:MAX",
                     help="ONNX only: keep the named input dimension DIM symbolic, a uopc variable in [MIN, MAX] "
                          "(uopc-run --var DIM=SIZE); buffers hold MAX along it, outputs are zeros past SIZE")
+    ap.add_argument("--const", action="append", default=[], metavar="NAME=V0,V1,...",
+                    help="ONNX only: give input NAME these values in the export and make it no input of the graph "
+                         "(a shape or axes the model reads on the host, Expand's shape: the graph is specialized to "
+                         "them); its shape is --input's, else 1-D")
     a = ap.parse_args(argv)
     if a.target.endswith(".onnx"):
         dynamic = {}
@@ -53,10 +57,20 @@ def main(argv=None) -> int:
             if not eq or not name or shape is None or any(d < 0 for d in shape):
                 ap.error(f"--input expects NAME=D0,D1,...[:DTYPE], got {uopc_tinygrad._quote(spec)}")
             shapes[name] = (shape, dt or None)
+        consts = {}
+        for spec in a.const:
+            name, eq, rest = spec.partition("=")
+            try:
+                values = [int(v) if v.strip().lstrip("+-").isdigit() else float(v) for v in rest.split(",") if v.strip()]
+            except ValueError:
+                values = None
+            if not eq or not name or values is None or name in consts:
+                ap.error(f"--const expects NAME=V0,V1,... (numbers), once per input, got {uopc_tinygrad._quote(spec)}")
+            consts[name] = values
         if not os.path.isfile(a.target):
             ap.error(f"no such file: {uopc_tinygrad._quote(a.target)}")
         try:
-            io = uopc_tinygrad.export_onnx(a.target, a.out, shapes, dynamic=dynamic)
+            io = uopc_tinygrad.export_onnx(a.target, a.out, shapes, dynamic=dynamic, consts=consts)
         except uopc_tinygrad.ExportError as e:
             print(f"python -m uopc_tinygrad: error: {e}", file=sys.stderr)
             return 1
@@ -67,8 +81,8 @@ def main(argv=None) -> int:
         print(f"wrote {a.out}/graph.json, io.json, inputs.safetensors: {len(io['inputs'])} inputs, "
               f"{len(io['outputs'])} outputs, {len(io['vars'])} variables")
         return 0
-    elif a.input or a.dynamic:
-        ap.error("--input and --dynamic are for ONNX models")
+    elif a.input or a.dynamic or a.const:
+        ap.error("--input, --dynamic and --const are for ONNX models")
     path, _, name = a.target.rpartition(":")
     if not path or not name:
         ap.error("expected FILE.py:FN")

@@ -109,6 +109,9 @@ def models():
     yield "zeros_full_inside", masked_attention, None, (Tensor.randn(2, 5, 4),), {}
     lin = nn.Linear(4, 6)
     yield "view_output", (lambda x: lin(x)[:, -1, :]), lin, (Tensor.randn(2, 3, 4),), {}
+    # outputs no kernel computes: an input returned as it is, reshaped, sliced (ONNX's Flatten, Split, Squeeze
+    # of an input), and one result returned twice: each a buffer of its own
+    yield "input_as_output", (lambda x: (x, x.reshape(6, 4), x[1:2, 2:], x * 2, x * 2)), None, (Tensor.randn(3, 8),), {}
     yield "lazy_disk_weight", disk_weight_fn(), None, (Tensor.randn(3, 4),), {}
     # a forward that realizes inside (GPT-2's ends in .realize()): captured lazily, not baked in
     lin2 = nn.Linear(4, 4)
@@ -647,6 +650,9 @@ def refusals(args):
         ("hostile_weight_name", lambda x: x + HOSTILE_MODEL[HOSTILE].float(), (Tensor.randn(3, 4),), HOSTILE_MODEL,
          ["fp8e4m3fnuz", "evil\\x1b[31m\\x0aname\\'\\\\xxx"]),
         ("fn_fails", lambda x: x + Tensor.ones(5), (Tensor.randn(3, 4),), None, ["output0", "IndexError", "shape mismatch"]),
+        # an argument's value read on the host (a count, a shape) would be baked into the graph
+        ("host_read_input", lambda x, n: x[:int(n.item())] * 2, (Tensor.randn(4, 3), Tensor([2])), None,
+         ["input 1", "input1", "on the host", "baked"]),
     ]
     passed = failed = 0
     for name, fn, xs, model, words in cases:
