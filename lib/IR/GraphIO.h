@@ -33,8 +33,10 @@ Graph readGraphJson(std::string_view text, std::string_view name = "<input>", co
 Graph readGraphBinary(std::string_view bytes, std::string_view name = "<input>", const ReadLimits &limits = {});
 /// Reads the text form as AsmPrinter prints it (with AsmOptions::full(), or any text that elides nothing):
 /// printing the graph again gives the same bytes. Hand-written text may number nodes freely (each id defined
-/// once, before its uses). It is uopc's own IR, so unlike JSON it is read as written (no producer forms). An
-/// elided value, a malformed line or an undefined id is an Error naming NAME:LINE:COL.
+/// once, before its uses). Like JSON and .uopb it gets the producer forms' rewrite (IR/ProducerForms.h: a
+/// no-op on what uopc prints; hand-written weak constants inside typed ops commit), so that one graph is one
+/// graph in every encoding. An elided value, a malformed line or an undefined id is an Error naming
+/// NAME:LINE:COL.
 Graph readGraphText(std::string_view text, std::string_view name = "<input>", const ReadLimits &limits = {});
 
 /// Writes the graph reachable from g.root as JSON: nodes in topological order, ids 0..n-1, one node a

@@ -10,6 +10,7 @@
 #include "IR/Error.h"
 #include "IR/GraphIO.h"
 #include "IR/GraphIOInternal.h"
+#include "IR/ProducerForms.h"
 #include "IR/Records.h"
 
 #include <nlohmann/json.hpp>
@@ -762,7 +763,11 @@ Graph readGraphText(std::string_view text, std::string_view name, const ReadLimi
   std::string nm(name);
   if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) fail(nm + ": empty input (expected a uopc graph)");
   try {
-    return TextReader(text, name, limits).read();
+    Graph g = TextReader(text, name, limits).read();
+    // as the JSON and binary readers do: one form for every pass (a weak constant inside a typed op, written
+    // by hand or left by a producer, commits to its operand's dtype here, not at a later re-read)
+    if (limits.producerForms) normalizeProducerForms(g, nm);
+    return g;
   } catch (const Error &) {
     throw;
   } catch (const std::bad_alloc &) {
