@@ -660,12 +660,17 @@ def _export_captured(outs, state_tensors, args, out, named, stored_names, state,
     outs = [Tensor(r) if r is not o.uop else o for r, o in zip(roots, outs)]
     state_roots = roots[len(outs):]
     # an output that is a view (logits[:, -1, :]) or a buffer fn did not compute gets a buffer of its own: a
-    # view of what fn computes a CONTIGUOUS, and one of a buffer that held data before fn (an input returned
-    # as it is, reshaped or sliced) a copy into a new buffer (tinygrad turns a CONTIGUOUS of such a view back
-    # into a view of the same buffer, which no kernel writes)
+    # view of what fn computes a CONTIGUOUS; one of a buffer that held data before fn (an input returned as it
+    # is, reshaped or sliced) or of a value tinygrad never stores (a virtual one, computed from constants
+    # alone: an arange) a copy into a new buffer (tinygrad turns a CONTIGUOUS of the first back into a view of
+    # the same buffer and realizes none of the second, and no kernel would write either)
+    def own_buffer(o):
+        base = o.uop.base
+        if _buffer_of(base) is not None or getattr(base, "is_virtual", False):
+            return o.clone()
+        return o if o.uop is base and _buffer_of(o.uop) is None else o.contiguous()
+    outs = tuple(own_buffer(o) for o in outs)
     # (and so does an output fn returns twice: each a buffer of its own)
-    outs = tuple(o if o.uop is o.uop.base and _buffer_of(o.uop) is None else
-                 o.clone() if _buffer_of(o.uop.base) is not None else o.contiguous() for o in outs)
     outs = tuple(o.clone() if any(o.uop is p.uop for p in outs[:j]) else o for j, o in enumerate(outs))
     try:
         call, buffer_map = transform_to_call(UOp.sink(*[o.uop for o in outs], *state_roots))
@@ -851,6 +856,11 @@ def export_onnx(path, out, shapes=None, seed=0, dynamic=None, consts=None):
         if dtname and not isinstance(getattr(dtypes, dtname, None), type(dtypes.float32)):
             raise ExportError(f"uopc_tinygrad: --input {_quote(name)}: no dtype {_quote(dtname)} (float32, int64, ...)")
         dt = getattr(dtypes, dtname) if dtname else spec.dtype
+        nbytes = math.prod(shape) * dt.itemsize
+        if nbytes > _physical_memory():
+            raise ExportError(f"uopc_tinygrad: ONNX input {_quote(name)} of shape {shape} and dtype {dt.name} takes "
+                              f"{nbytes / 2**30:.1f} GiB, more than this machine's memory "
+                              f"({_physical_memory() / 2**30:.1f} GiB); give it a smaller size with --input NAME=D0,D1,...")
         try:
             x = Tensor.randn(*shape, dtype=dt) if dtypes.is_float(dt) else Tensor.zeros(*shape, dtype=dt)
             args.append(x.contiguous().realize())
@@ -902,6 +912,14 @@ def export_onnx(path, out, shapes=None, seed=0, dynamic=None, consts=None):
             json.dump(io, f, indent=1)
             f.write("\n")
     return io
+
+
+def _physical_memory():
+    """This machine's memory in bytes (an input larger than it could only end in the OOM killer)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 1 << 62
 
 
 def _size_text(d):

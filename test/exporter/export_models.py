@@ -111,7 +111,9 @@ def models():
     yield "view_output", (lambda x: lin(x)[:, -1, :]), lin, (Tensor.randn(2, 3, 4),), {}
     # outputs no kernel computes: an input returned as it is, reshaped, sliced (ONNX's Flatten, Split, Squeeze
     # of an input), and one result returned twice: each a buffer of its own
-    yield "input_as_output", (lambda x: (x, x.reshape(6, 4), x[1:2, 2:], x * 2, x * 2)), None, (Tensor.randn(3, 8),), {}
+    # and a value computed from constants alone, which tinygrad never stores (an arange)
+    yield "input_as_output", (lambda x: (x, x.reshape(6, 4), x[1:2, 2:], x * 2, x * 2, Tensor.arange(5))), None, \
+        (Tensor.randn(3, 8),), {}
     yield "lazy_disk_weight", disk_weight_fn(), None, (Tensor.randn(3, 4),), {}
     # a forward that realizes inside (GPT-2's ends in .realize()): captured lazily, not baked in
     lin2 = nn.Linear(4, 4)
@@ -668,6 +670,21 @@ def refusals(args):
             why = f"{type(e).__name__} (not the exporter's own error): {str(e)[:200]!r}"
         print(f"{'FAIL' if why else 'PASS'} refuses {name}" + (f": {why}" if why else ": " + msg[:160]))
         passed, failed = passed + (why is None), failed + (why is not None)
+    # an ONNX input larger than the machine's memory: refused before tinygrad allocates it (not the OOM killer)
+    import onnx
+    from onnx import TensorProto, helper
+    big = os.path.join(args.work, "refuse_huge_input.onnx")
+    onnx.save(helper.make_model(helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])], "huge", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1 << 20, 1 << 20])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1 << 20, 1 << 20])]), opset_imports=[helper.make_opsetid("", 17)]), big)
+    try:
+        uopc_tinygrad.export_onnx(big, os.path.join(args.work, "refuse_huge_input"))
+        why = "exported"
+    except uopc_tinygrad.ExportError as e:
+        msg = str(e)
+        why = None if all(w in msg for w in ("'x'", "4096.0 GiB", "memory")) else f"message: {msg[:300]!r}"
+    print(f"{'FAIL' if why else 'PASS'} refuses huge_onnx_input" + (f": {why}" if why else ": " + msg[:160]))
+    passed, failed = passed + (why is None), failed + (why is not None)
     # the shell entry point: exit 1 and one line of its own
     p = subprocess.run([sys.executable, "-m", "uopc_tinygrad", f"{os.path.abspath(__file__)}:zero_size_output_program",
                         "-o", os.path.join(args.work, "refuse_cli")], capture_output=True, text=True)
