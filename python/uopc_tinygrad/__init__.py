@@ -34,8 +34,9 @@ tensor with no elements is an empty buffer (a parameter of 0 elements, an empty 
 dtype uopc and tinygrad share is exported; the two that safetensors has no code for (fp8e4m3fnuz,
 fp8e5m2fnuz) only as intermediates, not as inputs or outputs.
 
-An output no kernel would compute (an input returned as it is, reshaped or sliced) is copied into a buffer
-of its own, and so is a result returned twice: every output is a parameter of its own.
+An output no kernel would compute (an input returned as it is, reshaped or sliced; a value of constants
+alone) is copied into a buffer of its own, and so is a result returned twice: every output is a parameter
+of its own. tinygrad's @function calls (precompiled ones too) are inlined.
 
 Refused by name, with the reason (ExportError, one line, names and other libraries' text quoted and cut at
 about 200 characters): outputs of symbolic shape or with no elements, views on several devices, a read of
@@ -466,6 +467,52 @@ def _call_lazily(fn, args, in_name):
     return outs, state
 
 
+def _inline_function(c):
+    """A FUNCTION's body with its PARAMs bound to the call's sources (for _inline_functions' matcher: tinygrad's
+    pattern matchers take module-level functions, no closures). The calls inside the body are inlined first,
+    in the body's own parameters, so that no PARAM of an inner function (whose slots are its own, and which
+    may be the very same node as one of the outer's) is bound to the outer call's sources."""
+    _, _, _, UOp, Ops = _tg()
+    from tinygrad.uop.ops import graph_rewrite
+    body = graph_rewrite(c.src[0], _function_matcher(), name="uopc: inline functions")
+    params = [u for u in body.toposort() if u.op is Ops.PARAM and u.arg.slot >= 0]
+    args = c.src[1:]
+    if any(p.arg.slot >= len(args) for p in params):
+        raise ExportError(f"uopc_tinygrad.export: a @function call binds {len(args)} argument(s) but its body reads "
+                          f"parameter {max(p.arg.slot for p in params)}; not supported")
+    return body.substitute({p: args[p.arg.slot] for p in params}, walk=True)
+
+
+def _tuple_element(g, t):
+    return t.src[g.arg] if isinstance(g.arg, int) and 0 <= g.arg < len(t.src) else None
+
+
+_FUNCTION_MATCHER = []
+
+
+def _function_matcher():
+    if not _FUNCTION_MATCHER:
+        Ops = _tg()[4]
+        from tinygrad.uop.ops import PatternMatcher, UPat
+        _FUNCTION_MATCHER.append(PatternMatcher([
+            (UPat(Ops.FUNCTION, name="c"), _inline_function),
+            (UPat(Ops.GETTUPLE, src=(UPat(Ops.TUPLE, name="t"),), name="g"), _tuple_element)]))
+    return _FUNCTION_MATCHER[0]
+
+
+def _inline_functions(roots):
+    """roots with every tinygrad FUNCTION (a @function's call: its body, PARAMs bound to the call's sources)
+    replaced by its body, the precompiled ones (@function(precompile=True)) too, and each GETTUPLE of the
+    resulting TUPLE by its element: tinygrad's scheduler inlines the others the same way (resolve_function);
+    a precompiled one it would compile as a program of its own, which uopc's graph has no form for, and
+    inlined it computes the same values."""
+    _, _, _, UOp, Ops = _tg()
+    from tinygrad.uop.ops import graph_rewrite
+    if not any(u.op is Ops.FUNCTION for u in UOp.sink(*roots).toposort()):
+        return roots
+    return list(graph_rewrite(UOp.sink(*roots), _function_matcher(), name="uopc: inline functions").src)
+
+
 def _writes(body):
     """{slot: [AFTER nodes]} of the PARAMs the call body stores into (through any view of them)."""
     _, _, _, _, Ops = _tg()
@@ -657,6 +704,7 @@ def _export_captured(outs, state_tensors, args, out, named, stored_names, state,
     tinygrad, Tensor, dtypes, UOp, Ops = _tg()
     from tinygrad.tensor import transform_to_call
     roots = _realize_stored_reads([o.uop for o in outs] + [t.uop for t, _ in state_tensors], stored_names, named)
+    roots = _inline_functions(roots)
     outs = [Tensor(r) if r is not o.uop else o for r, o in zip(roots, outs)]
     state_roots = roots[len(outs):]
     # an output that is a view (logits[:, -1, :]) or a buffer fn did not compute gets a buffer of its own: a

@@ -27,6 +27,7 @@ import tempfile
 import numpy as np  # noqa: E402  (the venv has it: onnx needs it)
 import uopc_tinygrad  # noqa: E402  (installed from ./python by scripts/setup-python.sh)
 from tinygrad import Tensor, Variable, dtypes, nn  # noqa: E402
+from tinygrad.function import function  # noqa: E402
 from tinygrad.helpers import Context  # noqa: E402
 from tinygrad.nn.state import safe_load, safe_save  # noqa: E402
 
@@ -125,6 +126,10 @@ def models():
     # a weight copied lazily to the device that computes, and an argument copied there by fn (not baked in)
     lw = LazyCopied()
     yield "lazy_copied_weight", lw, lw, (Tensor.randn(3, 4),), {}
+    # tinygrad's @function (examples/beautiful_mnist.py's Model.__call__; flat_llama's precompiled blocks): a
+    # call of a function of its own, nested, precompiled, returning a tuple: inlined by the exporter
+    fm = FunctionModel()
+    yield "function_calls", fm, fm, (Tensor.randn(3, 8),), {}
     # an argument with no elements (a sum over a 0-length axis, a concatenation with nothing)
     yield "zero_size_input", (lambda x, y: (x.sum(1) + y.sum(1), y.cat(x, dim=1) * 2)), None, \
         (Tensor.randn(3, 0), Tensor.randn(3, 2)), {}
@@ -152,6 +157,29 @@ class DiskLinear:
     def unchanged(self):
         with open(self.path, "rb") as f:
             return None if f.read() == self.original else f"the export wrote {self.path}"
+
+
+class FunctionModel:
+    """tinygrad's @function: a precompiled block called twice, then a function that calls a function returning
+    a tuple."""
+    def __init__(self):
+        self.l1, self.l2 = nn.Linear(8, 8), nn.Linear(8, 4)
+
+    @function(precompile=True)
+    def block(self, x):
+        return self.l1(x).relu() + x
+
+    @function
+    def two(self, x, y):
+        return x + y, x * y
+
+    @function
+    def inner(self, x):
+        a, b = self.two(x, x * 0.5)
+        return self.l2(a - b)
+
+    def __call__(self, x):
+        return self.inner(self.block(self.block(x)))
 
 
 class LazyCopied:
