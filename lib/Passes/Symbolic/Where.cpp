@@ -140,20 +140,27 @@ V readsUnderCond(S &s) {
   for (const UOp *d : data)
     for (const UOp *u : localToposort(d)) nodes.push_back(u);
   if (nodes.size() > 1024) return nullptr;
-  auto gatedByK = [&](const UOp *gate) {
-    const std::vector<const UOp *> gs = splitUOp(gate, Op::AND);
-    return std::all_of(ks.begin(), ks.end(), [&](const UOp *k) { return std::find(gs.begin(), gs.end(), k) != gs.end(); });
+  V k = s.wrap(uprod(s.ctx(), ks));
+  // a gate that has k's clauses, or to which they add nothing: the valid rules drop a clause that the others
+  // imply, so a gate that once had k may no longer show it (k = 0 < (r + 32) % 33 beside 0 < r and 0 < r - 1,
+  // r < 10: RetinaNet's upsampled feature map), and gating such a read by k again would only be undone again
+  // (the rules cycled): the gated index under k as well simplifying back to itself is the test
+  auto gatedByK = [&](const UOp *index) {
+    const std::vector<const UOp *> gs = splitUOp(index->src(1)->src(0), Op::AND);
+    if (std::all_of(ks.begin(), ks.end(), [&](const UOp *k) { return std::find(gs.begin(), gs.end(), k) != gs.end(); }))
+      return true;
+    return simplifyWith(s.ctx(), gatedIndex(s, s.wrap(index), k).u, symRules(), &s.sym) ==
+           simplifyWith(s.ctx(), index, symRules(), &s.sym);
   };
   std::unordered_set<const UOp *> loaded; // the reads a LOAD makes (with its alternative)
   for (const UOp *u : nodes)
     if (u->op == Op::LOAD && u->nsrc >= 1) loaded.insert(u->src(0));
-  V k = s.wrap(uprod(s.ctx(), ks));
   std::unordered_map<const UOp *, const UOp *> map;
   for (const UOp *r : nodes) {
     if (map.count(r) || r->op != Op::INDEX || r->nsrc != 2 || r->dtype == DType::Void || r->src(0)->op != Op::PARAM) continue;
     const UOp *idx = r->src(1), *gate = nullptr;
     if (idx->op == Op::WHERE && isInvalidConst(idx->src(2))) gate = idx->src(0), idx = idx->src(1);
-    if (gate ? !loaded.count(r) || gatedByK(gate) : loaded.count(r) > 0) continue;
+    if (gate ? !loaded.count(r) || gatedByK(r) : loaded.count(r) > 0) continue;
     std::optional<int64_t> n = intConst(r->src(0)->src(0));
     if (!n) continue;
     // worth it where k bounds an index that may leave the buffer, or makes it simpler (the div/mod that
