@@ -222,12 +222,14 @@ def _view_bytes(r, what):
 def _materialize(t, name):
     """Makes t a tensor backed by a buffer of its own (same shape, dtype, devices, sharding; an empty buffer
     for a tensor with no elements). Returns False for a tensor on a storage device (DISK: copied where it is
-    read, after fn runs)."""
-    _, Tensor, _, _, _ = _tg()
+    read, after fn runs). A tensor of a weak dtype (which tinygrad cannot store) is left as it is."""
+    _, Tensor, dtypes, _, _ = _tg()
     if _on_storage(t.device):
         return False
     if _buffer_of(t.uop) is not None:
         return True
+    if t.dtype in (dtypes.weakint, dtypes.weakfloat):
+        return True  # tinygrad stores no weak dtype (YOLOv8's anchors): left as computed, part of the graph
     devices = t.device if isinstance(t.device, tuple) else None
     if _zero_size(t) and not devices:  # no data: an empty buffer, a parameter of no elements
         t.replace(Tensor.empty(*t.shape, dtype=t.dtype, device=t.device))
@@ -259,7 +261,8 @@ def _materialize_many(given):
     _, Tensor, dtypes, _, _ = _tg()
     todo, seen = [], set()
     for _, t in given:
-        if id(t) in seen or _on_storage(t.device) or isinstance(t.device, tuple) or _buffer_of(t.uop) is not None or _zero_size(t):
+        if id(t) in seen or _on_storage(t.device) or isinstance(t.device, tuple) or _buffer_of(t.uop) is not None or \
+                _zero_size(t) or t.dtype in (dtypes.weakint, dtypes.weakfloat):
             continue
         seen.add(id(t))
         todo.append(t)

@@ -130,6 +130,10 @@ def models():
     # call of a function of its own, nested, precompiled, returning a tuple: inlined by the exporter
     fm = FunctionModel()
     yield "function_calls", fm, fm, (Tensor.randn(3, 8),), {}
+    # a state-dict tensor of a weak dtype (YOLOv8's anchors, extra/models/yolov8.py: an arange times a Python
+    # float), which tinygrad cannot store: computed in the graph, no input
+    wh = WeakStateHead()
+    yield "weak_dtype_state", wh, wh, (Tensor.randn(2, 3),), {}
     # an argument with no elements (a sum over a 0-length axis, a concatenation with nothing)
     yield "zero_size_input", (lambda x, y: (x.sum(1) + y.sum(1), y.cat(x, dim=1) * 2)), None, \
         (Tensor.randn(3, 0), Tensor.randn(3, 2)), {}
@@ -180,6 +184,17 @@ class FunctionModel:
 
     def __call__(self, x):
         return self.inner(self.block(self.block(x)))
+
+
+class WeakStateHead:
+    """A model whose state dict holds a tensor of dtype weakfloat."""
+    def __init__(self):
+        self.anchors = Tensor.arange(6).reshape(2, 3) * 0.5
+        self.w = Tensor.randn(3, 3)
+        assert self.anchors.dtype == dtypes.weakfloat
+
+    def __call__(self, x):
+        return x @ self.w + self.anchors
 
 
 class LazyCopied:
