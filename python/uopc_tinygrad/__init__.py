@@ -442,6 +442,8 @@ def _call_lazily(fn, args, in_name):
         if t is not None and _buffer_of(t.uop) is not None:
             before[id(t)] = (t, t.uop)
     original, original_buffer = Tensor.realize, Tensor._buffer
+    from tinygrad.engine.jit import _TinyJit
+    original_jit = _TinyJit.__call__
 
     def lazy(self, *lst, **kw):
         if roots and any(any(u.op is Ops.BUFFER and u in roots for u in t.uop.toposort()) for t in (self, *lst)):
@@ -455,7 +457,14 @@ def _call_lazily(fn, args, in_name):
                               ".item(), .tolist(), or an ONNX input used as a shape, axes or a count): its value would "
                               "be baked into the graph; make it a constant of fn (ONNX: --const NAME=V0,V1,...)")
         return original_buffer(self)
-    Tensor.realize, Tensor._buffer = lazy, guarded_buffer
+    def unjitted(self, *a, **kw):
+        # a TinyJit method (RNN-T's, a forward users jit) runs its function: captured, or replaying kernels it
+        # captured before, it would compute on the buffers and the graph would only copy what they hold
+        if self.fxn is None:
+            raise ExportError("uopc_tinygrad.export: fn calls a TinyJit that has no function (a loaded capture): "
+                              "export the function it was made from")
+        return self.fxn(*a, **kw)
+    Tensor.realize, Tensor._buffer, _TinyJit.__call__ = lazy, guarded_buffer, unjitted
     try:
         outs = fn(*args)
     except ExportError:
@@ -465,7 +474,7 @@ def _call_lazily(fn, args, in_name):
                           f"({_tinygrad_error(e)}); a function that reads such a value on the host "
                           "(.numpy(), .item(), .tolist(), data-dependent control flow) cannot be captured") from e
     finally:
-        Tensor.realize, Tensor._buffer = original, original_buffer
+        Tensor.realize, Tensor._buffer, _TinyJit.__call__ = original, original_buffer, original_jit
     state = [(t, u) for t, u in before.values() if t.uop is not u and _buffer_of(t.uop) is None]
     return outs, state
 

@@ -26,7 +26,7 @@ import tempfile
 
 import numpy as np  # noqa: E402  (the venv has it: onnx needs it)
 import uopc_tinygrad  # noqa: E402  (installed from ./python by scripts/setup-python.sh)
-from tinygrad import Tensor, Variable, dtypes, nn  # noqa: E402
+from tinygrad import Tensor, TinyJit, Variable, dtypes, nn  # noqa: E402
 from tinygrad.function import function  # noqa: E402
 from tinygrad.helpers import Context  # noqa: E402
 from tinygrad.nn.state import safe_load, safe_save  # noqa: E402
@@ -134,6 +134,11 @@ def models():
     # float), which tinygrad cannot store: computed in the graph, no input
     wh = WeakStateHead()
     yield "weak_dtype_state", wh, wh, (Tensor.randn(2, 3),), {}
+    # a TinyJit method (RNN-T's), already captured and replaying before the export: its function is captured
+    jm = JitModel()
+    for _ in range(3):
+        jm(Tensor.randn(2, 4).realize()).realize()
+    yield "tinyjit_method", jm, jm, (Tensor.randn(2, 4),), {}
     # an argument with no elements (a sum over a 0-length axis, a concatenation with nothing)
     yield "zero_size_input", (lambda x, y: (x.sum(1) + y.sum(1), y.cat(x, dim=1) * 2)), None, \
         (Tensor.randn(3, 0), Tensor.randn(3, 2)), {}
@@ -195,6 +200,19 @@ class WeakStateHead:
 
     def __call__(self, x):
         return x @ self.w + self.anchors
+
+
+class JitModel:
+    """A forward through a TinyJit method."""
+    def __init__(self):
+        self.l = nn.Linear(4, 3)
+
+    @TinyJit
+    def fwd(self, x):
+        return self.l(x).relu()
+
+    def __call__(self, x):
+        return self.fwd(x) * 2
 
 
 class LazyCopied:
