@@ -543,21 +543,34 @@ def _writes(body):
 def _inline_internal(body, internal, written):
     """The body with each internal buffer (written and read by the call, neither an input nor an output:
     `.contiguous()`, `Tensor.zeros/full` inside fn) turned into a CONTIGUOUS of the value stored into it, so
-    that uopc keeps it as an intermediate of its own. Returns (body, slots it could not inline)."""
+    that uopc keeps it as an intermediate of its own; several whole stores one after the other (`+=`) into
+    one CONTIGUOUS each. Returns (body, slots it could not inline)."""
     _, _, dtypes, UOp, Ops = _tg()
     repl, left = {}, []
     for slot in internal:
         afters = written[slot]
-        store = afters[0].src[1] if len(afters) == 1 else None
-        # the simple form: one whole store of the buffer (a reshape of the PARAM as the target)
-        if store is None or store.src[0] is not afters[0].src[0]:
+        # whole stores of the buffer, one after the other: the first's target a view of the PARAM (its
+        # reshape), each later one's the AFTER of the one before (`b = Tensor.zeros_like(x); b += ...; b += ...`,
+        # T5's relative position buckets); each value may read what the stores before left
+        roots = [a for a in afters if a.src[0] not in afters]
+        chain = roots if len(roots) == 1 else []
+        while chain and len(chain) < len(afters):
+            nxt = [a for a in afters if a.src[0] is chain[-1]]
+            if len(nxt) != 1:
+                break
+            chain.append(nxt[0])
+        if len(chain) != len(afters) or any(a.src[1].op is not Ops.STORE or a.src[1].src[0] is not a.src[0] for a in chain):
             left.append(slot)
             continue
-        value = store.src[1]
-        dt = afters[0].dtype
-        if value.dtype != dt:
-            value = value.cast(dt)
-        repl[afters[0]] = UOp(Ops.CONTIGUOUS, dt, (value,))
+        done = {}
+        for a in chain:
+            value = a.src[1].src[1]
+            if done:
+                value = value.substitute(done)
+            if value.dtype != a.dtype:
+                value = value.cast(a.dtype)
+            done[a] = UOp(Ops.CONTIGUOUS, a.dtype, (value,))
+        repl.update(done)
     if not repl:
         return body, left
     new = body.substitute(repl)

@@ -108,6 +108,8 @@ def models():
     mlp2 = MLP()
     yield "contiguous_inside", (lambda x: mlp2.l2(mlp2.l1(x).contiguous().gelu().contiguous())), mlp2, (Tensor.randn(3, 8),), {}
     yield "zeros_full_inside", masked_attention, None, (Tensor.randn(2, 5, 4),), {}
+    # a buffer fn makes and adds into twice (T5's relative position buckets: zeros_like, then += twice)
+    yield "accumulate_inside", accumulate_inside, None, (Tensor.randn(3, 4),), {}
     lin = nn.Linear(4, 6)
     yield "view_output", (lambda x: lin(x)[:, -1, :]), lin, (Tensor.randn(2, 3, 4),), {}
     # outputs no kernel computes: an input returned as it is, reshaped, sliced (ONNX's Flatten, Split, Squeeze
@@ -278,6 +280,13 @@ def masked_attention(x):
     cls = Tensor.zeros(x.shape[0], 1, x.shape[2])
     s = (x @ x.transpose(1, 2) / 2 + mask).softmax(-1) @ x
     return s.cat(cls, dim=1)
+
+
+def accumulate_inside(x):
+    b = Tensor.zeros_like(x)
+    b += x * 2
+    b += (x > 0).where(x, 1.0)
+    return b.sum(1) + 1
 
 
 def disk_weight_fn():
