@@ -424,8 +424,9 @@ def _consumer_device(u, roots):
 def _call_lazily(fn, args, in_name):
     """fn(*args) with every realize of what depends on the arguments left lazy (a forward ending in
     .realize(), a KV cache written with assign(...).realize()): the export captures what tinygrad would run,
-    outputs and state updates, as one graph. A realize of what the arguments do not reach (OnnxRunner's shape
-    constants) runs: its value is the same for every input. A read on the host of what an argument reaches
+    outputs and state updates, as one graph, and so is a realize of what a symbolic variable reaches (a
+    Variable bound inside fn: GPT-2's decode step, tokens and start_pos). A realize of what neither reaches
+    (OnnxRunner's shape constants) runs: its value is the same for every input. A read on the host of what an argument reaches
     (.numpy(), .item(), .tolist(): an argument used as a shape, a loop count) is refused, naming the argument:
     its value would be baked into the graph (every host read goes through Tensor._buffer). Returns (outputs,
     state): the tensors that held a buffer before fn and an update of it after (the state fn writes in place)."""
@@ -445,8 +446,13 @@ def _call_lazily(fn, args, in_name):
     from tinygrad.engine.jit import _TinyJit
     original_jit = _TinyJit.__call__
 
+    from tinygrad.dtype import AddrSpace
+
+    def is_input(u):  # an argument's buffer, or a symbolic variable (a bound Variable: a BUFFER of the ALU space)
+        return u.op is Ops.BUFFER and (u in roots or getattr(u, "addrspace", None) is AddrSpace.ALU)
+
     def lazy(self, *lst, **kw):
-        if roots and any(any(u.op is Ops.BUFFER and u in roots for u in t.uop.toposort()) for t in (self, *lst)):
+        if any(any(is_input(u) for u in t.uop.toposort()) for t in (self, *lst)):
             return self
         return original(self, *lst, **kw)
 
@@ -737,12 +743,19 @@ def _export_captured(outs, state_tensors, args, out, named, stored_names, state,
     # is, reshaped or sliced) or of a value tinygrad never stores (a virtual one, computed from constants
     # alone: an arange) a copy into a new buffer (tinygrad turns a CONTIGUOUS of the first back into a view of
     # the same buffer and realizes none of the second, and no kernel would write either)
-    def own_buffer(o):
+    # A buffer that is neither an argument nor a weight was computed while fn ran, from neither: its copy would
+    # bake the export's value into the graph, so it is refused.
+    def own_buffer(j, o):
         base = o.uop.base
+        if _buffer_of(base) is not None and _buffer_of(base) not in named:
+            raise ExportError(f"uopc_tinygrad.export: output {j} {_describe(out_name(j), o)} is a buffer computed "
+                              "before the graph (realized while fn ran from no argument and no variable): its "
+                              "value would be baked into the graph; pass what it is computed from as an argument "
+                              "(a Tensor, or a Variable for a position)")
         if _buffer_of(base) is not None or getattr(base, "is_virtual", False):
             return o.clone()
         return o if o.uop is base and _buffer_of(o.uop) is None else o.contiguous()
-    outs = tuple(own_buffer(o) for o in outs)
+    outs = tuple(own_buffer(j, o) for j, o in enumerate(outs))
     # (and so does an output fn returns twice: each a buffer of its own)
     outs = tuple(o.clone() if any(o.uop is p.uop for p in outs[:j]) else o for j, o in enumerate(outs))
     try:

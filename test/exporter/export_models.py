@@ -137,6 +137,10 @@ def models():
     wh = WeakStateHead()
     yield "weak_dtype_state", wh, wh, (Tensor.randn(2, 3),), {}
     # a TinyJit method (RNN-T's), already captured and replaying before the export: its function is captured
+    # no Tensor argument: a decode step whose position is a Variable bound inside fn (GPT-2's generate),
+    # realized inside: left lazy (the variable is an input), not run at export
+    vm = VarModel()
+    yield "variable_bound_inside", vm, vm, (), {"n": 5}
     jm = JitModel()
     for _ in range(3):
         jm(Tensor.randn(2, 4).realize()).realize()
@@ -202,6 +206,16 @@ class WeakStateHead:
 
     def __call__(self, x):
         return x @ self.w + self.anchors
+
+
+class VarModel:
+    """fn() with no Tensor argument: its result depends on a weight and a Variable bound inside, realized."""
+    def __init__(self):
+        self.w = Tensor.randn(8, 3)
+
+    def __call__(self):
+        n = Variable("n", 1, 8).bind(5)
+        return (self.w[:n] * 2 + 1).sum(0).realize()
 
 
 class JitModel:
@@ -722,6 +736,8 @@ def refusals(args):
         ("hostile_weight_name", lambda x: x + HOSTILE_MODEL[HOSTILE].float(), (Tensor.randn(3, 4),), HOSTILE_MODEL,
          ["fp8e4m3fnuz", "evil\\x1b[31m\\x0aname\\'\\\\xxx"]),
         ("fn_fails", lambda x: x + Tensor.ones(5), (Tensor.randn(3, 4),), None, ["output0", "IndexError", "shape mismatch"]),
+        # a buffer fn realizes from no argument and no variable, returned: its copy would bake the value in
+        ("baked_output", lambda x: (BAKED_W * 2).realize(), (Tensor.randn(2),), None, ["output0", "baked"]),
         # an argument's value read on the host (a count, a shape) would be baked into the graph
         ("host_read_input", lambda x, n: x[:int(n.item())] * 2, (Tensor.randn(4, 3), Tensor([2])), None,
          ["input 1", "input1", "on the host", "baked"]),
@@ -764,6 +780,7 @@ def refusals(args):
     return passed + ok, failed + (not ok)
 
 
+BAKED_W = Tensor.randn(3).realize()
 HOSTILE_MODEL = {HOSTILE: Tensor(bytes(12), dtype=dtypes.fp8e4m3fnuz).reshape(3, 4)}
 
 
