@@ -920,6 +920,9 @@ def export_onnx(path, out, shapes=None, seed=0, dynamic=None, consts=None):
                 else spec.dtype
             if shape is None:
                 shape = (len(values),)
+            if not dtypes.is_float(dt) and any(not isinstance(v, int) for v in values):
+                raise ExportError(f"uopc_tinygrad: --const {_quote(name)}: the input is {dt.name}; its values must be "
+                                  "integers")
             if math.prod(shape) != len(values) or axes:
                 raise ExportError(f"uopc_tinygrad: --const {_quote(name)}: {len(values)} values for the shape {shape}" +
                                   ("" if not axes else " (a constant has no dynamic dimension)"))

@@ -771,6 +771,20 @@ def refusals(args):
         why = None if all(w in msg for w in ("'x'", "4096.0 GiB", "memory")) else f"message: {msg[:300]!r}"
     print(f"{'FAIL' if why else 'PASS'} refuses huge_onnx_input" + (f": {why}" if why else ": " + msg[:160]))
     passed, failed = passed + (why is None), failed + (why is not None)
+    # an ONNX input used as a shape (Expand's): refused by name, then fixed by --const (integers only)
+    exp = os.path.join(args.work, "refuse_expand.onnx")
+    onnx.save(helper.make_model(helper.make_graph(
+        [helper.make_node("Expand", ["x", "shape"], ["y"])], "expand",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 1]), helper.make_tensor_value_info("shape", TensorProto.INT64, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 4])]), opset_imports=[helper.make_opsetid("", 17)]), exp)
+    for extra, rc, words in (([], 1, ["'shape'", "on the host", "--const"]), (["--const", "shape=3,1.5"], 1, ["integers"]),
+                             (["--const", "shape=3,4"], 0, ["1 inputs, 1 outputs"])):
+        p = subprocess.run([sys.executable, "-m", "uopc_tinygrad", exp, "-o", os.path.join(args.work, "refuse_expand"), *extra],
+                           capture_output=True, text=True)
+        said = (p.stderr if rc else p.stdout).strip()
+        ok = p.returncode == rc and len(said.splitlines()) == 1 and all(w in said for w in words)
+        print(f"{'PASS' if ok else 'FAIL'} onnx input read as a shape {' '.join(extra) or '(no --const)'}: exit {p.returncode}: {said[:160]}")
+        passed, failed = passed + ok, failed + (not ok)
     # the shell entry point: exit 1 and one line of its own
     p = subprocess.run([sys.executable, "-m", "uopc_tinygrad", f"{os.path.abspath(__file__)}:zero_size_output_program",
                         "-o", os.path.join(args.work, "refuse_cli")], capture_output=True, text=True)
