@@ -426,10 +426,11 @@ def _call_lazily(fn, args, in_name):
     .realize(), a KV cache written with assign(...).realize()): the export captures what tinygrad would run,
     outputs and state updates, as one graph, and so is a realize of what a symbolic variable reaches (a
     Variable bound inside fn: GPT-2's decode step, tokens and start_pos). A realize of what neither reaches
-    (OnnxRunner's shape constants) runs: its value is the same for every input. A read on the host of what an argument reaches
-    (.numpy(), .item(), .tolist(): an argument used as a shape, a loop count) is refused, naming the argument:
-    its value would be baked into the graph (every host read goes through Tensor._buffer). Returns (outputs,
-    state): the tensors that held a buffer before fn and an update of it after (the state fn writes in place)."""
+    (OnnxRunner's shape constants) runs: its value is the same for every input. A read on the host of what an
+    argument reaches (.numpy(), .item(), .tolist(): an argument used as a shape, a loop count) is refused,
+    naming the argument: its value would be baked into the graph (every host read goes through
+    Tensor._buffer). A TinyJit runs its function. Returns (outputs, state): the tensors that held a buffer
+    before fn and an update of it after (the state fn writes in place)."""
     _, Tensor, _, _, Ops = _tg()
     from tinygrad.tensor import all_tensors
     arg_of = {}
