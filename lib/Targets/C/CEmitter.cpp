@@ -601,13 +601,7 @@ struct Emitter {
     std::string hint; // how the loop's axis type is spelled: lanes, or an unrolled reduction loop
     bool simdLanes = loopCount < laneLoops.size() && laneLoops[loopCount];
     if (simdLanes) use(Helper::SimdLanes), hint = "UOPC_SIMD_LANES ";
-    // lanes run as copies of the body: an UNROLL range, and a register tile's outer lanes (tileOuterLoops)
-    bool tileOuter = loopCount < tileOuterLoops.size() && tileOuterLoops[loopCount];
-    bool window = loopCount < windowLoops.size() && windowLoops[loopCount];
-    bool gather = loopCount < gatherLaneLoops.size() && gatherLaneLoops[loopCount];
-    bool tileWindow = loopCount < tileWindowLoops.size() && tileWindowLoops[loopCount];
-    if (isUnrollRange(u) || tileOuter || window || gather || tileWindow)
-      use(Helper::Unroll), hint = "UOPC_UNROLL(" + n.v + ") ";
+    if (unrolls(loopCount, u)) use(Helper::Unroll), hint = "UOPC_UNROLL(" + n.v + ") ";
     // a tile's lanes that only add a padded read's products (paddedLaneGates, KernelABI.h): run where the read is
     // in bounds. ResNet-50's 3x3 convolution 512 -> 512 at 7x7, rows of 7 tiled whole with their borders gated
     // (ChannelTile.cpp), 2 of each row's 21 window columns and 2 of 21 rows padding (18% of its multiply-adds):
@@ -672,6 +666,13 @@ struct Emitter {
   /// the loop run only where that read is in bounds; nullptr for the other loops
   std::vector<const UOp *> paddedLaneGates;
   size_t loopCount = 0;
+
+  /// Whether RANGE item k (u) runs as copies of the body (UOPC_UNROLL): an UNROLL range, a register tile's outer
+  /// lanes (tileOuterLoops), a window's loops, a gather's lanes, a small tile's innermost window loop.
+  bool unrolls(size_t k, const UOp *u) const {
+    auto at = [k](const std::vector<bool> &v) { return k < v.size() && v[k]; };
+    return isUnrollRange(u) || at(tileOuterLoops) || at(windowLoops) || at(gatherLaneLoops) || at(tileWindowLoops);
+  }
 };
 
 /// Per RANGE item of `items`, in order: test(r, k, body, numbers): r the RANGE, k its number among the RANGE
@@ -835,15 +836,10 @@ EmittedKernel emitCKernel(Context &ctx, const UOp *call, int64_t deviceNum, std:
   em.gatherLaneLoops = gatherLaneLoops(linearItems(linear), em.laneLoops);
   em.tileWindowLoops = tileWindowLoops(linearItems(linear), em.laneLoops, em.tileOuterLoops);
   {
-    std::unordered_set<const UOp *> unrolled; // (the loops the emitter unrolls: loopBegin's UOPC_UNROLL)
+    std::unordered_set<const UOp *> unrolled; // (the loops loopBegin unrolls)
     size_t k = 0;
-    for (const UOp *u : linearItems(linear)) {
-      if (u->op != Op::RANGE) continue;
-      auto at = [&](const std::vector<bool> &v) { return k < v.size() && v[k]; };
-      if (isUnrollRange(u) || at(em.tileOuterLoops) || at(em.windowLoops) || at(em.gatherLaneLoops) || at(em.tileWindowLoops))
-        unrolled.insert(u);
-      ++k;
-    }
+    for (const UOp *u : linearItems(linear))
+      if (u->op == Op::RANGE && em.unrolls(k++, u)) unrolled.insert(u);
     em.paddedLaneGates = paddedLaneGates(linearItems(linear), em.laneLoops, unrolled);
   }
   renderItems(linearItems(linear), em);
