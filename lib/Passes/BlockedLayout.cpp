@@ -322,8 +322,21 @@ void runBlockedLayout(Graph &g, const PassContext &pc) {
     // (a pool's or padding's output only where a padded reader's would be: planes of at most `gated`. Its
     // readers are 3x3 convolutions, which ran slower on larger planes' blocks: Inception v1's 64 -> 192 at
     // 56x56 through its padding's copy, 1.72 -> 2.02 ms, 2 threads)
-    if (laneReaders.count(writer) && gatedPlane >= 0 && P > gatedPlane) continue;
     int64_t C = n / P;
+    // Larger planes are blocked for it where every reader is a 1x1 convolution (a channel tile whose reduction
+    // is the buffer's C channels alone, one pixel of it a step): SqueezeNet's first max pool, 55x55, and
+    // Inception v2's, 56x56, stored a pixel's L channels L planes apart, one scalar store each)
+    if (laneReaders.count(writer) && gatedPlane >= 0 && P > gatedPlane) {
+      bool pointwise = true;
+      for (const auto &[call, s] : uses[buf]) {
+        if (call == writer) continue;
+        const UOp *sink = sinkOf.count(call) ? sinkOf[call] : kernelSink(call);
+        auto t = channelTile(sink);
+        if (!t || t->weights.count(s) || laneReaders.count(call) || reductionTerms(sink) != static_cast<double>(C))
+          pointwise = false;
+      }
+      if (!pointwise) continue;
+    }
     // every access (the writer's and every reader's) as chan*P + rest, rewritten
     std::unordered_map<const UOp *, std::unordered_map<const UOp *, const UOp *>> rewrites; // call -> INDEX -> new
     std::unordered_map<const UOp *, const UOp *> laned; // a reader given lanes here -> its new SINK
