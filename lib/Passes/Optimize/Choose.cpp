@@ -420,6 +420,25 @@ std::optional<std::vector<Opt>> chooseCopyOpts(Context &c, const Shape &shape) {
   return std::nullopt;
 }
 
+/// An elementwise kernel's opts (no reduction, no concatenation's seams): its two innermost loops merged
+/// (merge:a) where every read and the store move along them as one and nothing is gated, when the inner one
+/// is no whole number of vectors (a plane of 56x56, 28x28, 14x14 or 7x7: the compiler's vector loop along a
+/// row of 56 had a tail of 8, a row of 14 none at all; merged, a plane of 3136 is 196 whole vectors).
+/// DenseNet-121's batch normalizations with ReLU over its concatenations (58 kernels, 7% of its time).
+std::vector<Opt> chooseElementwiseOpts(const Shape &shape, const PassTarget &target) {
+  Shape s = shape; // (with the reads of the stored value, as chooseCopyOpts)
+  for (const UOp *x : toposort(s.store->src(1)))
+    if (x->op == Op::INDEX && x->nsrc >= 2 && x->src(0)->op == Op::PARAM) s.reads.push_back(x);
+  size_t k = s.axes.size();
+  if (target.gpuGrid || k < 2 || s.reads.empty()) return {};
+  size_t elem = dtypeSize(s.store->src(1)->dtype);
+  int64_t vec = std::max<int64_t>(1, (target.vectorBytes > 0 ? target.vectorBytes : 16) / static_cast<int64_t>(std::max<size_t>(1, elem)));
+  size_t m = k - 2;
+  if (s.sizes[m] < 2 || s.sizes[m + 1] % vec == 0 || s.sizes[m] * s.sizes[m + 1] > INT32_MAX) return {};
+  if (!mergeable(s, readStrides(s), m)) return {};
+  return {{Opt::Merge, m, 1, 0}};
+}
+
 /// The lanes of a vector tile along a loop of n iterations (its interior's when `inside`, whose remainder
 /// becomes border), 0 when none fits: two vectors or one that divide it (inside, any n >= vec: two unless one
 /// leaves less border); else a short
@@ -510,7 +529,7 @@ std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target
   if (s.reduces.empty()) {
     if (!seams) return {};
     std::optional<std::vector<Opt>> copy = chooseCopyOpts(c, s);
-    return copy ? *copy : std::vector<Opt>{};
+    return copy ? *copy : chooseElementwiseOpts(s, target);
   }
   if (s.reads.empty()) return {};
   // a concatenation's parts first (seamSplit), then the opts of the main piece (a grouped convolution's
