@@ -364,8 +364,13 @@ void writeLibrary(const Module &module, const LibraryOptions &o, OutputDir &out)
       fieldOf[i] = (outputs ? outNames : inNames).add(paramName(p));
       h << "  " << (outputs ? "" : "const ") << elementType(p.dtype) << " *" << fieldOf[i];
       if (p.devices.size() > 1) h << "[" << p.devices.size() << "]";
-      h << "; /* " << commentSafe(paramName(p)) << ": " << dtypeName(p.dtype) << "[" << p.numel << "]"
-        << (p.devices.size() > 1 ? " per device" : "") << " on " << commentSafe(deviceList(p))
+      h << "; /* " << commentSafe(paramName(p)) << ": " << dtypeName(p.dtype) << "[" << p.numel << "]";
+      if (p.shape) { // (the exporter's shape, its elements in order)
+        h << ", shape (";
+        for (size_t d = 0; d < p.shape->size(); ++d) h << (d ? ", " : "") << (*p.shape)[d];
+        h << (p.shape->size() == 1 ? ",)" : ")");
+      }
+      h << (p.devices.size() > 1 ? " per device" : "") << " on " << commentSafe(deviceList(p))
         << (p.role == Role::Inout ? ", inout: read, then written" : "") << " */\n";
       any = true;
     }

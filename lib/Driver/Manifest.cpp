@@ -117,7 +117,16 @@ manifest::Manifest manifestOf(const Schedule &s, Target target, const std::vecto
       p.deviceIndex = b.devices;
       p.role = roleOf(b.role);
       // the PARAM's name (uopc_tinygrad.export fills it in): uopc-run --inputs/--outputs bind tensors by it
-      if (b.node && b.node->arg && b.node->arg->kind == ArgKind::Record) p.name = ParamArg::decode(b.node->arg).name;
+      // and its shape, where its elements are the shape's (the verifier checked a constant size; a symbolic one)
+      if (b.node && b.node->arg && b.node->arg->kind == ArgKind::Record) {
+        ParamArg pa = ParamArg::decode(b.node->arg);
+        p.name = pa.name;
+        if (pa.shape) {
+          int64_t total = 1;
+          for (int64_t d : *pa.shape) total *= d;
+          if (total == p.numel) p.shape = pa.shape;
+        }
+      }
       for (const KeptElements &k : b.kept) {
         manifest::Kept &m = p.kept.emplace_back();
         m.known = k.known;

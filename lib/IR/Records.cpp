@@ -19,7 +19,8 @@ constexpr FieldRow kFields[] = {
     {"ParamArg", "vmin_vmax", Default::Null},      {"ParamArg", "multiple_of", Default::Null},
     {"ParamArg", "name", Default::Null},           {"ParamArg", "addrspace", Default::Global},
     {"ParamArg", "axis", Default::Null},           {"ParamArg", "device", Default::Null},
-    {"ParamArg", "volatile", Default::False},      {"CallInfo", "grad_fxn", Default::Null},
+    {"ParamArg", "volatile", Default::False},      {"ParamArg", "shape", Default::Null},
+    {"CallInfo", "grad_fxn", Default::Null},
     {"CallInfo", "name", Default::Null},           {"CallInfo", "precompile", Default::False},
     {"CallInfo", "precompile_backward", Default::False}, {"CallInfo", "aux", Default::Null},
     {"KernelInfo", "name", Default::StrTest},      {"KernelInfo", "axis_types", Default::EmptyTuple},
@@ -161,6 +162,21 @@ ParamArg ParamArg::decode(const Arg *a) {
     if (v->kind != ArgKind::Bool) fail("ParamArg.volatile must be a bool");
     p.isVolatile = v->b();
   }
+  if (const Arg *sh = a->field("shape")) {
+    // (uopc's own field: the exporter's shape of the tensor, whose elements the buffer holds in order)
+    if (sh->kind != ArgKind::Tuple || sh->count > kMaxParamDims)
+      fail("ParamArg.shape must be a list of at most " + std::to_string(kMaxParamDims) + " sizes");
+    std::vector<int64_t> dims;
+    int64_t total = 1;
+    for (const Arg *d : sh->elems()) {
+      int64_t n = needInt(d, "ParamArg", "shape");
+      if (n < 0) fail("ParamArg.shape has a negative size (" + std::to_string(n) + ")");
+      if (n != 0 && total > INT64_MAX / n) fail("ParamArg.shape has more elements than a 64-bit count holds");
+      total *= n;
+      dims.push_back(n);
+    }
+    p.shape = std::move(dims);
+  }
   return p;
 }
 
@@ -175,6 +191,11 @@ const Arg *ParamArg::encode(Context &ctx) const {
   if (axis) f.push_back({"axis", ctx.argInt(*axis)});
   f.push_back({"device", encodeDevices(ctx, devices, deviceIsTuple)});
   f.push_back({"volatile", ctx.argBool(isVolatile)});
+  if (shape) {
+    std::vector<const Arg *> dims;
+    for (int64_t d : *shape) dims.push_back(ctx.argInt(d));
+    f.push_back({"shape", ctx.argTuple(dims)});
+  }
   return makeRecord(ctx, "ParamArg", std::move(f));
 }
 

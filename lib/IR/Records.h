@@ -37,6 +37,10 @@ struct ParamArg {
   std::vector<std::string> devices; ///< empty: no device; one entry: a string; more: a tuple
   bool deviceIsTuple = false;
   bool isVolatile = false;
+  /// uopc's own field (no tinygrad one): the shape of the tensor the exporter bound to the parameter, its
+  /// elements in order in the buffer (the manifest's and uopc-run's `shape`); none: a flat buffer.
+  std::optional<std::vector<int64_t>> shape;
+  static constexpr size_t kMaxParamDims = 32;
 
   /// Decodes a ParamArg record; throws Error naming the bad field.
   static ParamArg decode(const Arg *arg);

@@ -239,6 +239,7 @@ std::string toJson(const Manifest &m) {
     e["devices"] = p.devices;
     e["role"] = std::string(roleName(p.role));
     if (p.name) e["name"] = *p.name;
+    if (p.shape) e["shape"] = *p.shape;
     if (!p.kept.empty()) {
       Json k = Json::array();
       for (const Kept &kd : p.kept) k.push_back(keptJson(kd));

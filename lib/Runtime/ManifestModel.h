@@ -56,6 +56,8 @@ struct Param {
   std::vector<std::string> devices;
   Role role = Role::Input;
   std::optional<std::string> name; ///< the PARAM's name (uopc-run --inputs/--outputs bind by it)
+  /// the exporter's shape of the tensor (ParamArg.shape), numel elements: uopc-run --outputs writes it
+  std::optional<std::vector<int64_t>> shape;
   std::vector<Kept> kept;          ///< empty, or one per device: a written parameter not surely written in full
   std::vector<size_t> deviceIndex; ///< read: per device of the slot, its index in Manifest::devices
 };

@@ -214,6 +214,20 @@ struct Reader {
       q.deviceIndex = deviceList(p, where, q.devices);
       if (q.devices.empty()) fail("manifest: " + where + " lives on no device");
       if (p.contains("name")) q.name = strField(p, "name", where);
+      if (const Json *sh = optField(p, "shape")) {
+        if (!sh->is_array() || sh->size() > 32) fail("manifest: " + where + ".shape must be a list of at most 32 sizes");
+        std::vector<int64_t> dims;
+        int64_t total = 1;
+        for (const Json &d : *sh) {
+          int64_t n = asInt(d, where + ".shape", 0);
+          total = n == 0 || total <= INT64_MAX / n ? total * n : -1;
+          if (total < 0) fail("manifest: " + where + ".shape has more elements than a 64-bit count holds");
+          dims.push_back(n);
+        }
+        if (total != q.numel)
+          fail("manifest: " + where + ".shape holds " + std::to_string(total) + " elements, its numel " + std::to_string(q.numel));
+        q.shape = std::move(dims);
+      }
       if (const Json *k = optField(p, "keeps")) {
         if (q.role == Role::Input) fail("manifest: " + where + " is an input: it keeps everything, it has no 'keeps'");
         q.kept = readKept(*k, q, where);

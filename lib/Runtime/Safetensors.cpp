@@ -292,6 +292,14 @@ void writeFile(const std::string &path, const std::map<std::string, Tensor> &ten
   writeFileAtomic(path, out);
 }
 
+namespace {
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string t = "[";
+  for (size_t i = 0; i < shape.size(); ++i) t += (i ? ", " : "") + std::to_string(shape[i]);
+  return t + "]";
+}
+} // namespace
+
 std::vector<ParamBinding> manifestParams(const std::string &manifestPath) {
   std::vector<ParamBinding> out;
   for (const manifest::Param &p : manifest::readFile(manifestPath).params) {
@@ -303,6 +311,7 @@ std::vector<ParamBinding> manifestParams(const std::string &manifestPath) {
     b.bytes = p.bytes;
     b.devices = p.devices.size();
     b.name = p.name.value_or("slot" + std::to_string(p.slot));
+    b.shape = p.shape;
     out.push_back(std::move(b));
   }
   return out;
@@ -328,6 +337,10 @@ void bindInputs(const std::string &manifestPath, const std::string &file,
       if (bytes != static_cast<uint64_t>(p.bytes))
         fail("--inputs " + file + ": tensor " + quote(name) + " has " + std::to_string(bytes) + " bytes, slot " +
              std::to_string(p.slot) + " holds " + std::to_string(p.bytes) + " per device");
+      const std::vector<int64_t> &shape = it->second.shape;
+      if (p.shape && shape != *p.shape && shape != std::vector<int64_t>{p.numel})
+        fail("--inputs " + file + ": tensor " + quote(name) + " has the shape " + shapeText(shape) + ", slot " +
+             std::to_string(p.slot) + " takes " + shapeText(*p.shape) + " (or " + shapeText({p.numel}) + ")");
       files.push_back({file, tensors.fileOffset(name), bytes, nullptr});
     }
     regions[p.slot] = files;
@@ -354,7 +367,7 @@ void packOutputs(const std::vector<ParamBinding> &params, const std::map<int64_t
   for (const ParamBinding &p : params) {
     const std::vector<std::string> &files = outputFiles.at(p.slot);
     for (size_t d = 0; d < files.size(); ++d) {
-      Tensor t{codeOf(p.dtype), {p.numel}, readWhole(files[d])};
+      Tensor t{codeOf(p.dtype), p.shape ? *p.shape : std::vector<int64_t>{p.numel}, readWhole(files[d])};
       if (!tensors.emplace(p.tensorName(d), std::move(t)).second)
         fail("--outputs " + file + ": two parameters are both named " + quote(p.tensorName(d)));
     }

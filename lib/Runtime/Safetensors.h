@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -88,6 +89,7 @@ struct ParamBinding {
   std::string name, dtype, role;
   int64_t numel = 0, bytes = 0; ///< per device
   size_t devices = 0;
+  std::optional<std::vector<int64_t>> shape; ///< the manifest's (the exporter's shape), numel elements
   /// the tensor name of device d's buffer (NAME, or NAME@d for a multi-device parameter)
   std::string tensorName(size_t d) const { return devices == 1 ? name : name + "@" + std::to_string(d); }
 };
@@ -95,7 +97,8 @@ std::vector<ParamBinding> manifestParams(const std::string &manifestPath);
 
 /// --inputs FILE: adds each input (and inout) parameter's tensors, as regions of FILE (read straight into
 /// the parameter's buffer when the run loads its inputs), to `regions` (a slot in `given`, by --input, is
-/// left alone). A missing tensor, or one of another dtype or size, is an Error naming it.
+/// left alone). A missing tensor, or one of another dtype or size, or of another shape than the parameter's
+/// (where the manifest has one; a flat tensor of its elements is taken too), is an Error naming it.
 void bindInputs(const std::string &manifestPath, const std::string &file,
                 const std::map<int64_t, std::vector<std::string>> &given,
                 std::map<int64_t, std::vector<InputRegion>> &regions);
@@ -103,7 +106,8 @@ void bindInputs(const std::string &manifestPath, const std::string &file,
 /// already in outputFiles; returns the slots to pack.
 std::vector<ParamBinding> bindOutputs(const std::string &manifestPath, const std::string &dir,
                                       std::map<int64_t, std::vector<std::string>> &outputFiles);
-/// After the run: packs those parameters' raw files into FILE, written atomically (IR/Files.h).
+/// After the run: packs those parameters' raw files into FILE, written atomically (IR/Files.h), each tensor
+/// with the parameter's shape where the manifest has one, else flat.
 void packOutputs(const std::vector<ParamBinding> &params, const std::map<int64_t, std::vector<std::string>> &outputFiles,
                  const std::string &file);
 

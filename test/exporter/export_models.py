@@ -384,7 +384,9 @@ def fresh_like(a):
     return Tensor.randn(*a.shape, dtype=a.dtype, device=a.device).realize()
 
 
-def run_and_compare(uopc_run, manifest, inputs_file, got_file, expected, variables):
+def run_and_compare(uopc_run, manifest, inputs_file, got_file, expected, variables, shapes=None):
+    """uopc-run on inputs_file; each expected output's bytes compared, and its shape with `shapes` (key ->
+    io.json's shape: --outputs writes a one-device output with it). Returns why not, or None."""
     cmd = [uopc_run, manifest, "--inputs", inputs_file, "--outputs", got_file] + [f"--var={k}={v}" for k, v in variables.items()]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode:
@@ -396,6 +398,8 @@ def run_and_compare(uopc_run, manifest, inputs_file, got_file, expected, variabl
         why = compare(got[key][2], want, got[key][0])
         if why:
             return f"{key}: {why}"
+        if shapes and key in shapes and list(got[key][1]) != list(shapes[key]):
+            return f"{key}: written with the shape {list(got[key][1])}, io.json's is {list(shapes[key])}"
     return None
 
 
@@ -428,8 +432,10 @@ def check(args, name, out, io, runs, variables, may_refuse=None):
             if p.returncode:
                 why = f"uopc exit {p.returncode}: {p.stderr.strip().splitlines()[-1:]}"
             else:
+                shapes = {e["name"]: e["shape"] for e in io["outputs"] if len(e["devices"]) == 1}
                 why = run_and_compare(args.uopc_run, os.path.join(kdir, "manifest.json"), inputs_file,
-                                      os.path.join(out, f"outputs.{target}.{label}.safetensors"), expected, variables)
+                                      os.path.join(out, f"outputs.{target}.{label}.safetensors"), expected, variables,
+                                      shapes)
             print(f"{'FAIL' if why else 'PASS'} {name} ({target}, {label} inputs)" + (f": {why}" if why else
                   f": {len(io['inputs'])} inputs, {len(expected)} output tensors"))
             passed, failed = passed + (why is None), failed + (why is not None)

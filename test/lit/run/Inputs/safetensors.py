@@ -1,5 +1,5 @@
-"""Writes or prints safetensors files for the lit tests: `safetensors.py w FILE NAME=CODE:v,v,... ...`
-writes, `safetensors.py r FILE` prints one line per tensor: name, dtype, shape, values.
+"""Writes or prints safetensors files for the lit tests: `safetensors.py w FILE NAME=CODE:v,v,...[:SHAPE] ...`
+writes (SHAPE: sizes joined by x, `2x3`, or `-` for a scalar's []; else flat), `safetensors.py r FILE` prints one line per tensor: name, dtype, shape, values.
 `safetensors.py raw FILE HEADER DATA_BYTES` writes HEADER (text, as it is) and that many zero bytes after it;
 `safetensors.py bigheader FILE N` writes a file whose header size is N bytes, N bytes long (a sparse file)."""
 import json
@@ -19,10 +19,11 @@ elif sys.argv[1] == "w":
     header, data = {}, b""
     for spec in sys.argv[3:]:
         name, rest = spec.split("=", 1)
-        code, vals = rest.split(":", 1)
+        code, vals, *shape = rest.split(":")
         vs = [float(v) if FMT[code] in "fd" else int(v) for v in vals.split(",") if v]
         blob = struct.pack(f"<{len(vs)}{FMT[code]}", *vs)
-        header[name] = {"dtype": code, "shape": [len(vs)], "data_offsets": [len(data), len(data) + len(blob)]}
+        dims = [len(vs)] if not shape else [] if shape[0] == "-" else [int(d) for d in shape[0].split("x")]
+        header[name] = {"dtype": code, "shape": dims, "data_offsets": [len(data), len(data) + len(blob)]}
         data += blob
     h = json.dumps(header).encode()
     open(sys.argv[2], "wb").write(struct.pack("<Q", len(h)) + h + data)
