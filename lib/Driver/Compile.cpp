@@ -24,10 +24,14 @@ const UOp *canonicalKernelBody(Context &c, const UOp *body) {
   std::unordered_map<const UOp *, const UOp *> renumbered;
   int64_t n = 0;
   for (const UOp *u : toposort(body)) {
-    if (u->op == Op::PARAM && u->arg && u->arg->kind == ArgKind::Record && u->arg->field("name")) {
-      // (a parameter's name: no part of the function; the weights of a network's repeated layers)
+    if (u->op == Op::PARAM && u->arg && u->arg->kind == ArgKind::Record &&
+        (u->arg->field("name") || u->arg->field("shape") || u->arg->field("weight"))) {
+      // (a parameter's name, the exporter's shape and weight mark: no part of the function; the weights of a
+      // network's repeated layers, a pack of the input beside one of an intermediate)
       ParamArg pa = ParamArg::decode(u->arg);
       pa.name.reset();
+      pa.shape.reset();
+      pa.weight = false;
       renumbered[u] = c.make(Op::PARAM, u->dtype, u->src(), pa.encode(c), u->tag);
       continue;
     }

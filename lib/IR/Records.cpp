@@ -20,6 +20,7 @@ constexpr FieldRow kFields[] = {
     {"ParamArg", "name", Default::Null},           {"ParamArg", "addrspace", Default::Global},
     {"ParamArg", "axis", Default::Null},           {"ParamArg", "device", Default::Null},
     {"ParamArg", "volatile", Default::False},      {"ParamArg", "shape", Default::Null},
+    {"ParamArg", "weight", Default::False},
     {"CallInfo", "grad_fxn", Default::Null},
     {"CallInfo", "name", Default::Null},           {"CallInfo", "precompile", Default::False},
     {"CallInfo", "precompile_backward", Default::False}, {"CallInfo", "aux", Default::Null},
@@ -177,6 +178,10 @@ ParamArg ParamArg::decode(const Arg *a) {
     }
     p.shape = std::move(dims);
   }
+  if (const Arg *w = a->field("weight")) {
+    if (w->kind != ArgKind::Bool) fail("ParamArg.weight must be a bool");
+    p.weight = w->b();
+  }
   return p;
 }
 
@@ -196,6 +201,7 @@ const Arg *ParamArg::encode(Context &ctx) const {
     for (int64_t d : *shape) dims.push_back(ctx.argInt(d));
     f.push_back({"shape", ctx.argTuple(dims)});
   }
+  f.push_back({"weight", ctx.argBool(weight)});
   return makeRecord(ctx, "ParamArg", std::move(f));
 }
 

@@ -41,6 +41,9 @@ struct ParamArg {
   /// elements in order in the buffer (the manifest's and uopc-run's `shape`); none: a flat buffer.
   std::optional<std::vector<int64_t>> shape;
   static constexpr size_t kMaxParamDims = 32;
+  /// uopc's own field: the exporter's word that the parameter is a weight (a model's state-dict tensor, an
+  /// ONNX initializer), the same in every run, not the caller's data: a pack of it runs once (pass `pack`).
+  bool weight = false;
 
   /// Decodes a ParamArg record; throws Error naming the bad field.
   static ParamArg decode(const Arg *arg);

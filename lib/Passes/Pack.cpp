@@ -124,7 +124,12 @@ struct Packer {
     std::vector<std::string> blocked = blockedArgs(sink), kept, moved;
     for (const std::string &b : blocked)
       (b.rfind(std::to_string(slot) + ":", 0) == 0 ? moved : kept).push_back(b);
+    // (a weight's copy, one the exporter marked, is once, as a relayout's: the schedule runs it once per load
+    // of the inputs and every later run reads its buffer; a copy of the caller's data runs in every run)
     std::vector<std::pair<std::string_view, const Arg *>> copyFields{{"name", c.argString(copyName(name, slot))}};
+    const UOp *source = args[static_cast<size_t>(slot)];
+    if (source->op == Op::PARAM && source->arg && ParamArg::decode(source->arg).weight)
+      copyFields.emplace_back("once", c.argBool(true));
     std::vector<const Arg *> copyBlocked;
     for (const std::string &b : moved) copyBlocked.push_back(c.argString("1" + b.substr(b.find(':'))));
     if (!copyBlocked.empty()) copyFields.emplace_back("blocked", c.argTuple(copyBlocked));

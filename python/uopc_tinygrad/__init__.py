@@ -10,7 +10,8 @@ writes into DIR:
                       uopc reads), every buffer PARAM named, every variable PARAM named by its user's name
                       (uopc's manifest also keeps tinygrad's positional p<slot> name for it); a parameter on
                       one device also has its tensor's shape (ParamArg.shape, uopc's own field: uopc-run
-                      --outputs writes each output with it)
+                      --outputs writes each output with it); one of model's state-dict tensors that fn only
+                      reads is marked a weight (ParamArg.weight: uopc packs it for a tile once, not every run)
   io.json             {"inputs": [{"name", "slot", "dtype", "shape", "devices"}...],
                        "outputs": [...] (in the order fn returns them),
                        "vars": [{"name", "slot", "value", "min", "max"}...]}
@@ -650,9 +651,10 @@ class _Encoder:
         raise ValueError(f"uopc_tinygrad: cannot encode the arg {a!r} ({type(a).__name__})")
 
 
-def _graph_json(body, names, shapes=None):
+def _graph_json(body, names, shapes=None, weights=()):
     """graph format v1 text of the function body; `names`: slot -> PARAM name; `shapes`: slot -> the shape of
-    the tensor bound to it (ParamArg.shape, uopc's own field: the manifest's and uopc-run's shape)."""
+    the tensor bound to it (ParamArg.shape, uopc's own field: the manifest's and uopc-run's shape); `weights`:
+    the slots of weights, the same in every run (ParamArg.weight, uopc's own field: their packs run once)."""
     shapes = shapes or {}
     tinygrad, _, _, _, Ops = _tg()
     order = list(body.toposort())
@@ -670,6 +672,8 @@ def _graph_json(body, names, shapes=None):
             n["arg"] = enc.arg(arg)
             if u.op is Ops.PARAM and isinstance(n["arg"], dict) and getattr(arg, "slot", -1) in shapes:
                 n["arg"]["shape"] = [int(d) for d in shapes[arg.slot]]
+            if u.op is Ops.PARAM and isinstance(n["arg"], dict) and getattr(arg, "slot", -1) in weights:
+                n["arg"]["weight"] = True
         nodes.append(n)
     try:
         from importlib.metadata import version
@@ -854,12 +858,14 @@ def _export_captured(outs, state_tensors, args, out, named, stored_names, state,
             # one device: the safetensors entry takes the tensor's shape too (a sharded one stays per device)
             code, _, blob = tensors[e["name"]]
             tensors[e["name"]] = (code, list(e["shape"]), blob)
+    # the weights: model's state-dict tensors (ONNX: its initializers) that fn only reads
+    weights = {e["slot"] for e in inputs if e["name"] in state and not e.get("state")}
     # the tensors' shapes for the PARAMs (one device's elements: a parameter on several devices stays flat)
     shapes = {e["slot"]: e["shape"] for e in inputs + outputs
               if len(e["devices"]) == 1 and all(isinstance(d, int) and d >= 0 for d in e["shape"])}
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "graph.json"), "w") as f:
-        f.write(_graph_json(body, names, shapes))
+        f.write(_graph_json(body, names, shapes, weights))
     # state: read and updated in place; uopc-run --outputs writes it under the same name, the next run's input
     io = {"inputs": inputs, "outputs": outputs, "vars": variables, "state": [e["name"] for e in inputs if e.get("state")]}
     with open(os.path.join(out, "io.json"), "w") as f:
