@@ -231,7 +231,8 @@ void writeLibrary(const Module &module, const LibraryOptions &o, OutputDir &out)
   }
   // the once steps the library runs itself (not folded): in the first run of a workspace, or after NAME_init,
   // or when a weight they read comes in another buffer (`seen`: those entries of params[]). A once step that
-  // reads the caller's data runs in every run, as any step: a function argument (input<N>), or, when the
+  // reads the caller's data runs in every run, as any step: a function argument (input<N>) or an input the
+  // graph's weight marks leave out (isCallersData), or, when the
   // weights came by file, any parameter the caller still passes (the optimizer re-lays out whatever input
   // parameter a tile reads along its stride; only the caller knows which are weights).
   std::vector<size_t> onceSteps;
@@ -241,7 +242,7 @@ void writeLibrary(const Module &module, const LibraryOptions &o, OutputDir &out)
     if (!m.steps[i].once || plan.folded.count(i)) continue;
     bool data = false;
     for (const Ref &r : m.steps[i].args)
-      data |= r.isParam && !isBaked(r.index) && (form != Form::None || isFunctionArgument(paramName(m.params[r.index])));
+      data |= r.isParam && !isBaked(r.index) && (form != Form::None || isCallersData(m, m.params[r.index]));
     if (data) continue;
     onceSteps.push_back(i);
     for (const Ref &r : m.steps[i].args)

@@ -121,6 +121,7 @@ manifest::Manifest manifestOf(const Schedule &s, Target target, const std::vecto
       if (b.node && b.node->arg && b.node->arg->kind == ArgKind::Record) {
         ParamArg pa = ParamArg::decode(b.node->arg);
         p.name = pa.name;
+        p.weight = pa.weight && p.role == manifest::Role::Input;
         if (pa.shape) {
           int64_t total = 1;
           for (int64_t d : *pa.shape) total *= d;

@@ -138,6 +138,12 @@ bool isFunctionArgument(const std::string &name) {
          std::all_of(name.begin() + 5, name.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
 }
 
+bool isCallersData(const Manifest &m, const Param &p) {
+  if (isFunctionArgument(paramName(p))) return true;
+  bool marked = std::any_of(m.params.begin(), m.params.end(), [](const Param &q) { return q.weight; });
+  return marked && !p.weight && p.role == Role::Input;
+}
+
 ParamsPlan planParams(const Manifest &m, const safetensors::Reader &reader, const std::vector<std::optional<AffineCopy>> &copies,
                       const std::string &flag, const std::string &N) {
   const std::string &file = reader.path();
@@ -154,7 +160,7 @@ ParamsPlan planParams(const Manifest &m, const safetensors::Reader &reader, cons
     if (it == byTensor.end()) fail(flag + ": tensor " + quote(name) + " of '" + file + "' names no parameter of the graph");
     const Param &p = m.params[it->second.first];
     std::string pname = paramName(p);
-    if (isFunctionArgument(pname) || p.role == Role::Inout) continue;
+    if (isCallersData(m, p) || p.role == Role::Inout) continue;
     if (p.role == Role::Output) fail(flag + ": tensor " + quote(name) + " names an output of the graph");
     std::string want = safetensors::codeOf(std::string(dtypeName(p.dtype)));
     uint64_t bytes = t.end - t.begin;
@@ -167,7 +173,8 @@ ParamsPlan planParams(const Manifest &m, const safetensors::Reader &reader, cons
   }
   if (names.empty())
     fail(flag + ": '" + file + "' bakes nothing in: its " + std::to_string(reader.tensors().size()) +
-         " tensor(s) are all the caller's (the function's arguments input0, input1, ... and inout state)");
+         " tensor(s) are all the caller's (the function's arguments input0, input1, ..., inputs the graph does not mark "
+         "as weights, and inout state)");
   ParamsPlan plan;
   for (const auto &[i, v] : names) {
     const Param &p = m.params[i];

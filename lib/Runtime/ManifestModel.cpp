@@ -240,6 +240,7 @@ std::string toJson(const Manifest &m) {
     e["role"] = std::string(roleName(p.role));
     if (p.name) e["name"] = *p.name;
     if (p.shape) e["shape"] = *p.shape;
+    if (p.weight) e["weight"] = true;
     if (!p.kept.empty()) {
       Json k = Json::array();
       for (const Kept &kd : p.kept) k.push_back(keptJson(kd));

@@ -58,6 +58,9 @@ struct Param {
   std::optional<std::string> name; ///< the PARAM's name (uopc-run --inputs/--outputs bind by it)
   /// the exporter's shape of the tensor (ParamArg.shape), numel elements: uopc-run --outputs writes it
   std::optional<std::vector<int64_t>> shape;
+  /// the exporter's word that it is a weight, the same in every run (ParamArg.weight): --emit library bakes in
+  /// only weights where the graph marks any
+  bool weight = false;
   std::vector<Kept> kept;          ///< empty, or one per device: a written parameter not surely written in full
   std::vector<size_t> deviceIndex; ///< read: per device of the slot, its index in Manifest::devices
 };

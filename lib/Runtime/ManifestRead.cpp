@@ -228,6 +228,11 @@ struct Reader {
           fail("manifest: " + where + ".shape holds " + std::to_string(total) + " elements, its numel " + std::to_string(q.numel));
         q.shape = std::move(dims);
       }
+      if (const Json *w = optField(p, "weight")) {
+        if (!w->is_boolean()) fail("manifest: " + where + ".weight must be true or false");
+        q.weight = w->get<bool>();
+        if (q.weight && q.role != Role::Input) fail("manifest: " + where + " is a weight but not an input");
+      }
       if (const Json *k = optField(p, "keeps")) {
         if (q.role == Role::Input) fail("manifest: " + where + " is an input: it keeps everything, it has no 'keeps'");
         q.kept = readKept(*k, q, where);

@@ -10,8 +10,9 @@ writes into DIR:
                       uopc reads), every buffer PARAM named, every variable PARAM named by its user's name
                       (uopc's manifest also keeps tinygrad's positional p<slot> name for it); a parameter on
                       one device also has its tensor's shape (ParamArg.shape, uopc's own field: uopc-run
-                      --outputs writes each output with it); one of model's state-dict tensors that fn only
-                      reads is marked a weight (ParamArg.weight: uopc packs it for a tile once, not every run)
+                      --outputs writes each output with it); every input but fn's Tensor arguments and state
+                      is marked a weight (ParamArg.weight: uopc packs it for a tile once, not every run, and
+                      uopc --emit library --embed-params bakes in only weights)
   io.json             {"inputs": [{"name", "slot", "dtype", "shape", "devices"}...],
                        "outputs": [...] (in the order fn returns them),
                        "vars": [{"name", "slot", "value", "min", "max"}...]}
@@ -858,8 +859,10 @@ def _export_captured(outs, state_tensors, args, out, named, stored_names, state,
             # one device: the safetensors entry takes the tensor's shape too (a sharded one stays per device)
             code, _, blob = tensors[e["name"]]
             tensors[e["name"]] = (code, list(e["shape"]), blob)
-    # the weights: model's state-dict tensors (ONNX: its initializers) that fn only reads
-    weights = {e["slot"] for e in inputs if e["name"] in state and not e.get("state")}
+    # the weights: every input but fn's Tensor arguments and state (model's state-dict tensors, ONNX initializers,
+    # tensors fn's closure captured), the same in every run
+    arg_names = {in_name(i) for i, a in enumerate(args) if isinstance(a, Tensor)}
+    weights = {e["slot"] for e in inputs if e["name"] not in arg_names and not e.get("state")}
     # the tensors' shapes for the PARAMs (one device's elements: a parameter on several devices stays flat)
     shapes = {e["slot"]: e["shape"] for e in inputs + outputs
               if len(e["devices"]) == 1 and all(isinstance(d, int) and d >= 0 for d in e["shape"])}
