@@ -238,11 +238,12 @@ void writeLibrary(const Module &module, const LibraryOptions &o, OutputDir &out)
   std::vector<size_t> onceSteps;
   std::vector<int64_t> seen;
   std::set<std::string> onceWeights; // the names of the caller's weights the once steps read
+  bool marked = marksWeights(m);
   for (size_t i = 0; i < m.steps.size(); ++i) {
     if (!m.steps[i].once || plan.folded.count(i)) continue;
     bool data = false;
     for (const Ref &r : m.steps[i].args)
-      data |= r.isParam && !isBaked(r.index) && (form != Form::None || isCallersData(m, m.params[r.index]));
+      data |= r.isParam && !isBaked(r.index) && (form != Form::None || isCallersData(m.params[r.index], marked));
     if (data) continue;
     onceSteps.push_back(i);
     for (const Ref &r : m.steps[i].args)

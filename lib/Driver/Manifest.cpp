@@ -122,11 +122,7 @@ manifest::Manifest manifestOf(const Schedule &s, Target target, const std::vecto
         ParamArg pa = ParamArg::decode(b.node->arg);
         p.name = pa.name;
         p.weight = pa.weight && p.role == manifest::Role::Input;
-        if (pa.shape) {
-          int64_t total = 1;
-          for (int64_t d : *pa.shape) total *= d;
-          if (total == p.numel) p.shape = pa.shape;
-        }
+        if (pa.shape && shapeElements(*pa.shape) == p.numel) p.shape = pa.shape;
       }
       for (const KeptElements &k : b.kept) {
         manifest::Kept &m = p.kept.emplace_back();

@@ -138,10 +138,12 @@ bool isFunctionArgument(const std::string &name) {
          std::all_of(name.begin() + 5, name.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
 }
 
-bool isCallersData(const Manifest &m, const Param &p) {
-  if (isFunctionArgument(paramName(p))) return true;
-  bool marked = std::any_of(m.params.begin(), m.params.end(), [](const Param &q) { return q.weight; });
-  return marked && !p.weight && p.role == Role::Input;
+bool marksWeights(const Manifest &m) {
+  return std::any_of(m.params.begin(), m.params.end(), [](const Param &q) { return q.weight; });
+}
+
+bool isCallersData(const Param &p, bool marked) {
+  return isFunctionArgument(paramName(p)) || (marked && !p.weight && p.role == Role::Input);
 }
 
 ParamsPlan planParams(const Manifest &m, const safetensors::Reader &reader, const std::vector<std::optional<AffineCopy>> &copies,
@@ -155,12 +157,13 @@ ParamsPlan planParams(const Manifest &m, const safetensors::Reader &reader, cons
     }
   if (reader.tensors().empty()) fail(flag + ": '" + file + "' holds no tensor");
   std::map<size_t, std::vector<std::string>> names; // baked param -> its tensor per device ("" missing)
+  bool marked = marksWeights(m);
   for (const auto &[name, t] : reader.tensors()) {
     auto it = byTensor.find(name);
     if (it == byTensor.end()) fail(flag + ": tensor " + quote(name) + " of '" + file + "' names no parameter of the graph");
     const Param &p = m.params[it->second.first];
     std::string pname = paramName(p);
-    if (isCallersData(m, p) || p.role == Role::Inout) continue;
+    if (isCallersData(p, marked) || p.role == Role::Inout) continue;
     if (p.role == Role::Output) fail(flag + ": tensor " + quote(name) + " names an output of the graph");
     std::string want = safetensors::codeOf(std::string(dtypeName(p.dtype)));
     uint64_t bytes = t.end - t.begin;

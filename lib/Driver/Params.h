@@ -76,7 +76,9 @@ bool isFunctionArgument(const std::string &name);
 /// The caller's data, never baked in: a function argument (input<N>), or, where the graph marks weights
 /// (ParamArg.weight: the exporter marks every input but fn's arguments and state), any input not marked (an
 /// ONNX model's graph inputs, whose names are the model's: `data_0` was baked in as a weight before).
-bool isCallersData(const manifest::Manifest &m, const manifest::Param &p);
+/// `marked`: marksWeights(m), once for all of its parameters.
+bool isCallersData(const manifest::Param &p, bool marked);
+bool marksWeights(const manifest::Manifest &m);
 
 /// The plan for the weights of `reader` (the file of --embed-params or --params-file; `flag` names it in
 /// messages). A tensor names a parameter as uopc-run --inputs binds them (NAME, NAME@d, slot<N>); the

@@ -129,6 +129,21 @@ const Arg *encodeDevices(Context &ctx, const std::vector<std::string> &devices, 
   return ctx.argTuple(e);
 }
 
+std::optional<int64_t> shapeElements(const std::vector<int64_t> &dims) {
+  int64_t total = 1;
+  for (int64_t n : dims) {
+    if (n < 0 || (n != 0 && total > INT64_MAX / n)) return std::nullopt;
+    total *= n;
+  }
+  return total;
+}
+
+std::string dimsText(const std::vector<int64_t> &dims) {
+  std::string t = "[";
+  for (size_t i = 0; i < dims.size(); ++i) t += (i ? ", " : "") + std::to_string(dims[i]);
+  return t + "]";
+}
+
 int64_t ParamArg::slotOf(const Arg *a) {
   if (!a || a->kind != ArgKind::Record || a->str() != "ParamArg") fail("arg must be a ParamArg");
   return needInt(a->field("slot"), "ParamArg", "slot");
@@ -168,14 +183,12 @@ ParamArg ParamArg::decode(const Arg *a) {
     if (sh->kind != ArgKind::Tuple || sh->count > kMaxParamDims)
       fail("ParamArg.shape must be a list of at most " + std::to_string(kMaxParamDims) + " sizes");
     std::vector<int64_t> dims;
-    int64_t total = 1;
     for (const Arg *d : sh->elems()) {
       int64_t n = needInt(d, "ParamArg", "shape");
       if (n < 0) fail("ParamArg.shape has a negative size (" + std::to_string(n) + ")");
-      if (n != 0 && total > INT64_MAX / n) fail("ParamArg.shape has more elements than a 64-bit count holds");
-      total *= n;
       dims.push_back(n);
     }
+    if (!shapeElements(dims)) fail("ParamArg.shape has more elements than a 64-bit count holds");
     p.shape = std::move(dims);
   }
   if (const Arg *w = a->field("weight")) {

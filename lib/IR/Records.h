@@ -52,6 +52,12 @@ struct ParamArg {
   const Arg *encode(Context &ctx) const;
 };
 
+/// The elements of a shape (ParamArg.shape, the manifest's `shape`): the product of its sizes; nullopt for a
+/// negative size or a product past int64.
+std::optional<int64_t> shapeElements(const std::vector<int64_t> &dims);
+/// A shape as messages write it: [2, 3, 4].
+std::string dimsText(const std::vector<int64_t> &dims);
+
 /// tinygrad's BufferizeOpts, decoded.
 struct BufferizeOpts {
   std::vector<std::string> devices;

@@ -415,14 +415,10 @@ void NodeChecker::checkArg(const OpRule &r) {
     if (p.shape) {
       // (the exporter's shape of the tensor: its elements are the buffer's, one device's)
       if (variable) error("a scalar variable PARAM has no shape");
-      int64_t elements = 1;
-      for (int64_t d : *p.shape) elements *= d; // (decode refused an overflow)
-      if (size->op == Op::CONST && size->arg && size->arg->kind == ArgKind::Int && size->arg->i() != elements) {
-        std::string text = "[";
-        for (size_t i = 0; i < p.shape->size(); ++i) text += (i ? ", " : "") + std::to_string((*p.shape)[i]);
-        error("ParamArg.shape " + text + "] holds " + std::to_string(elements) + " elements, the buffer " +
+      int64_t elements = *shapeElements(*p.shape); // (decode refused a negative size and an overflow)
+      if (size->op == Op::CONST && size->arg && size->arg->kind == ArgKind::Int && size->arg->i() != elements)
+        error("ParamArg.shape " + dimsText(*p.shape) + " holds " + std::to_string(elements) + " elements, the buffer " +
               std::to_string(size->arg->i()));
-      }
     }
     break;
   }

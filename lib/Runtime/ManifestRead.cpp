@@ -2,6 +2,7 @@
 #include "Runtime/ManifestModel.h"
 
 #include "IR/Error.h"
+#include "IR/Records.h"
 #include "Runtime/ManifestDetail.h"
 #include "Targets/Targets.h"
 
@@ -217,15 +218,11 @@ struct Reader {
       if (const Json *sh = optField(p, "shape")) {
         if (!sh->is_array() || sh->size() > 32) fail("manifest: " + where + ".shape must be a list of at most 32 sizes");
         std::vector<int64_t> dims;
-        int64_t total = 1;
-        for (const Json &d : *sh) {
-          int64_t n = asInt(d, where + ".shape", 0);
-          total = n == 0 || total <= INT64_MAX / n ? total * n : -1;
-          if (total < 0) fail("manifest: " + where + ".shape has more elements than a 64-bit count holds");
-          dims.push_back(n);
-        }
-        if (total != q.numel)
-          fail("manifest: " + where + ".shape holds " + std::to_string(total) + " elements, its numel " + std::to_string(q.numel));
+        for (const Json &d : *sh) dims.push_back(asInt(d, where + ".shape", 0));
+        std::optional<int64_t> total = shapeElements(dims);
+        if (!total) fail("manifest: " + where + ".shape has more elements than a 64-bit count holds");
+        if (*total != q.numel)
+          fail("manifest: " + where + ".shape holds " + std::to_string(*total) + " elements, its numel " + std::to_string(q.numel));
         q.shape = std::move(dims);
       }
       if (const Json *w = optField(p, "weight")) {

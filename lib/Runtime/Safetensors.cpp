@@ -3,6 +3,7 @@
 
 #include "IR/Error.h"
 #include "IR/Files.h"
+#include "IR/Records.h"
 #include "Runtime/ManifestModel.h"
 
 #include <nlohmann/json.hpp>
@@ -292,14 +293,6 @@ void writeFile(const std::string &path, const std::map<std::string, Tensor> &ten
   writeFileAtomic(path, out);
 }
 
-namespace {
-std::string shapeText(const std::vector<int64_t> &shape) {
-  std::string t = "[";
-  for (size_t i = 0; i < shape.size(); ++i) t += (i ? ", " : "") + std::to_string(shape[i]);
-  return t + "]";
-}
-} // namespace
-
 std::vector<ParamBinding> manifestParams(const std::string &manifestPath) {
   std::vector<ParamBinding> out;
   for (const manifest::Param &p : manifest::readFile(manifestPath).params) {
@@ -339,8 +332,8 @@ void bindInputs(const std::string &manifestPath, const std::string &file,
              std::to_string(p.slot) + " holds " + std::to_string(p.bytes) + " per device");
       const std::vector<int64_t> &shape = it->second.shape;
       if (p.shape && shape != *p.shape && shape != std::vector<int64_t>{p.numel})
-        fail("--inputs " + file + ": tensor " + quote(name) + " has the shape " + shapeText(shape) + ", slot " +
-             std::to_string(p.slot) + " takes " + shapeText(*p.shape) + " (or " + shapeText({p.numel}) + ")");
+        fail("--inputs " + file + ": tensor " + quote(name) + " has the shape " + dimsText(shape) + ", slot " +
+             std::to_string(p.slot) + " takes " + dimsText(*p.shape) + " (or " + dimsText({p.numel}) + ")");
       files.push_back({file, tensors.fileOffset(name), bytes, nullptr});
     }
     regions[p.slot] = files;

@@ -358,6 +358,19 @@ std::optional<Opt> seamSplit(Context &c, const Shape &s) {
   return std::nullopt;
 }
 
+/// A kernel with no reduction's shape with the reads of its stored value (shapeOf takes a reduction's).
+Shape withValueReads(const Shape &shape) {
+  Shape s = shape;
+  for (const UOp *x : toposort(s.store->src(1)))
+    if (x->op == Op::INDEX && x->nsrc >= 2 && x->src(0)->op == Op::PARAM) s.reads.push_back(x);
+  return s;
+}
+
+/// The lanes of one of the target's vectors of elements of `elem` bytes (16-byte vectors where it says none).
+int64_t vectorLanes(const PassTarget &target, size_t elem) {
+  return std::max<int64_t>(1, (target.vectorBytes > 0 ? target.vectorBytes : 16) / static_cast<int64_t>(std::max<size_t>(1, elem)));
+}
+
 /// A copy's opts (a kernel with no reduction: a concatenation's parts, a padding), nullopt where none applies.
 /// A concatenation (the stored value a sum of reads, each gated by a condition on one output loop a alone:
 /// tinygrad pads each part to the whole and adds) is cut at every seam along a, a split each (split:a:LO:N cuts
@@ -367,9 +380,7 @@ std::optional<Opt> seamSplit(Context &c, const Shape &s) {
 /// parts into 832 channels at 13x13 (k81), 2 threads: gcc had unswitched the four gated loads along rows of 13.
 /// Every condition on no data must depend on that loop alone (a padding's, on rows and columns, is none).
 std::optional<std::vector<Opt>> chooseCopyOpts(Context &c, const Shape &shape) {
-  Shape s = shape; // (with the reads of the stored value: shapeOf takes a reduction's)
-  for (const UOp *x : toposort(s.store->src(1)))
-    if (x->op == Op::INDEX && x->nsrc >= 2 && x->src(0)->op == Op::PARAM) s.reads.push_back(x);
+  Shape s = withValueReads(shape);
   // (two parts or more: a padding of one buffer along its channels, an LRN's window, gained nothing cut
   // at its two seams, ZFNet-512's 240 -> 265 us)
   if (s.reads.size() < 2) return std::nullopt;
@@ -426,13 +437,10 @@ std::optional<std::vector<Opt>> chooseCopyOpts(Context &c, const Shape &shape) {
 /// row of 56 had a tail of 8, a row of 14 none at all; merged, a plane of 3136 is 196 whole vectors).
 /// DenseNet-121's batch normalizations with ReLU over its concatenations (58 kernels, 7% of its time).
 std::vector<Opt> chooseElementwiseOpts(const Shape &shape, const PassTarget &target) {
-  Shape s = shape; // (with the reads of the stored value, as chooseCopyOpts)
-  for (const UOp *x : toposort(s.store->src(1)))
-    if (x->op == Op::INDEX && x->nsrc >= 2 && x->src(0)->op == Op::PARAM) s.reads.push_back(x);
+  Shape s = withValueReads(shape);
   size_t k = s.axes.size();
   if (target.gpuGrid || k < 2 || s.reads.empty()) return {};
-  size_t elem = dtypeSize(s.store->src(1)->dtype);
-  int64_t vec = std::max<int64_t>(1, (target.vectorBytes > 0 ? target.vectorBytes : 16) / static_cast<int64_t>(std::max<size_t>(1, elem)));
+  int64_t vec = vectorLanes(target, dtypeSize(s.store->src(1)->dtype));
   size_t m = k - 2;
   if (s.sizes[m] < 2 || s.sizes[m + 1] % vec == 0 || s.sizes[m] * s.sizes[m + 1] > INT32_MAX) return {};
   if (!mergeable(s, readStrides(s), m)) return {};
@@ -589,7 +597,7 @@ std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target
     for (size_t k = 0; k < s.reads.size(); ++k) used[a] = used[a] || strides[k][a] != std::optional<int64_t>(0);
   size_t elem = 4;
   for (const UOp *red : s.reduces) elem = std::max<size_t>(elem, dtypeSize(red->dtype));
-  int64_t vec = std::max<int64_t>(1, (target.vectorBytes > 0 ? target.vectorBytes : 16) / static_cast<int64_t>(elem));
+  int64_t vec = vectorLanes(target, elem);
   // interiors: where a padded read's conditions surely hold
   std::vector<const UOp *> conds = conditionsOf(s.reads);
   // a padded value selected by its position (WHERE(inside, x, 0): a ReLU's padding read in its consumer)
