@@ -4,6 +4,7 @@
 #include "Driver/Params.h"
 #include "IR/Collective.h"
 #include "IR/Error.h"
+#include "IR/Kernel.h"
 #include "Runtime/Safetensors.h"
 #include "Targets/CTarget.h"
 #include "Targets/C/Prelude.h"
@@ -239,12 +240,22 @@ void writeLibrary(const Module &module, const LibraryOptions &o, OutputDir &out)
   std::vector<int64_t> seen;
   std::set<std::string> onceWeights; // the names of the caller's weights the once steps read
   bool marked = marksWeights(m);
+  // (a once step may read what another wrote, a transform of the weights: where that one runs in every run,
+  // so does this one)
+  std::set<size_t> everyRun; // the intermediates once steps that run in every run write
+  const Schedule &sched = *module.schedule();
   for (size_t i = 0; i < m.steps.size(); ++i) {
     if (!m.steps[i].once || plan.folded.count(i)) continue;
     bool data = false;
     for (const Ref &r : m.steps[i].args)
-      data |= r.isParam && !isBaked(r.index) && (form != Form::None || isCallersData(m.params[r.index], marked));
-    if (data) continue;
+      data |= r.isParam ? !isBaked(r.index) && (form != Form::None || isCallersData(m.params[r.index], marked))
+                        : everyRun.count(r.index) > 0;
+    if (data) {
+      if (i < sched.steps.size() && sched.steps[i].kind == SchedStep::Kind::Kernel)
+        for (size_t slot : writtenSlots(sched.steps[i].call))
+          if (slot < m.steps[i].args.size() && !m.steps[i].args[slot].isParam) everyRun.insert(m.steps[i].args[slot].index);
+      continue;
+    }
     onceSteps.push_back(i);
     for (const Ref &r : m.steps[i].args)
       if (r.isParam && !isBaked(r.index)) {
@@ -300,6 +311,9 @@ void writeLibrary(const Module &module, const LibraryOptions &o, OutputDir &out)
         int64_t at = L.arenaAt[dv] + L.offsetIn(dv, b.offsets[r.dev]);
         if (b.bytes > 0) persistent.push_back({at, at + b.bytes});
       }
+  // (one range each: a once step's result that a later once step reads is listed by both)
+  std::sort(persistent.begin(), persistent.end());
+  persistent.erase(std::unique(persistent.begin(), persistent.end()), persistent.end());
   // the state record's values: "bound to a params file" and "the once steps ran", distinct per library
   Xxh64 magicOf;
   magicOf.update("uopc library state " + N + " " + std::to_string(plan.hash));
@@ -598,7 +612,7 @@ void writeLibrary(const Module &module, const LibraryOptions &o, OutputDir &out)
   for (const auto &[b, e] : outside(persistent, L.stateBytes, L.workspace))
     c2 << "  memset(ws + " << b << ", 0, " << e - b << "); /* the arenas start zeroed, as uopc-run's */\n";
   if (!onceSteps.empty()) {
-    c2 << "  if (once) { /* the once steps: weights re-laid out into the workspace, kept for the runs after this one */\n";
+    c2 << "  if (once) { /* the once steps: weights re-laid out or transformed into the workspace, kept for the runs after this one */\n";
     for (const auto &[b, e] : persistent) c2 << "    memset(ws + " << b << ", 0, " << e - b << ");\n";
     for (size_t i : onceSteps) stepLine(i, "    ");
     for (size_t k = 0; k < seen.size(); ++k) c2 << "    st->seen[" << k << "] = params[" << seen[k] << "];\n";

@@ -425,21 +425,49 @@ struct Builder {
     }
   }
 
-  /// SchedStep::once: kernels marked once whose reads are all input parameters and whose writes are all
-  /// intermediates.
+  /// SchedStep::once: kernels marked once (a weight's re-layout or pack) whose reads are all input
+  /// parameters and whose writes are all intermediates; and, where the graph marks its weights
+  /// (ParamArg.weight), any kernel whose reads are all weights or what once steps wrote (a transform of the
+  /// weights, Winograd's G g G^T) and whose writes are intermediates no other step writes: its result is the
+  /// same in every run.
   void markOnce() {
-    for (SchedStep &st : s.steps) {
-      if (st.kind != SchedStep::Kind::Kernel) continue;
-      const UOp *sink = kernelSink(st.call);
-      if (!markedOnce(sink) || !st.vars.empty()) continue;
-      std::vector<size_t> written = writtenSlots(st.call);
-      bool ok = true;
-      for (size_t i = 0; i < st.args.size() && ok; ++i) {
-        const SchedBuffer &b = s.buffers[st.args[i].buffer];
-        bool w = std::find(written.begin(), written.end(), i) != written.end();
-        ok = w ? !b.isParam : b.isParam && b.role == "input";
+    bool marksWeights = false;
+    std::vector<bool> weight(s.buffers.size(), false);
+    for (size_t b = 0; b < s.buffers.size(); ++b)
+      if (s.buffers[b].isParam && s.buffers[b].node->arg && s.buffers[b].node->arg->kind == ArgKind::Record) {
+        weight[b] = ParamArg::decode(s.buffers[b].node->arg).weight && s.buffers[b].role == "input";
+        marksWeights |= weight[b];
       }
-      st.once = ok;
+    // writers per buffer: a derived once step's output must be its own alone
+    std::vector<int> writers(s.buffers.size(), 0);
+    for (const SchedStep &st : s.steps) {
+      if (st.kind == SchedStep::Kind::Copy) ++writers[st.dst.buffer];
+      else if (st.kind == SchedStep::Kind::Allreduce)
+        for (const BufRef &r : st.dsts) ++writers[r.buffer];
+      else
+        for (size_t slot : writtenSlots(st.call))
+          if (slot < st.args.size()) ++writers[st.args[slot].buffer];
+    }
+    std::vector<bool> onceOutput(s.buffers.size(), false); // written by a once step
+    for (SchedStep &st : s.steps) {
+      if (st.kind != SchedStep::Kind::Kernel || !st.vars.empty()) continue;
+      const UOp *sink = kernelSink(st.call);
+      std::vector<size_t> written = writtenSlots(st.call);
+      bool marked = markedOnce(sink), derived = marksWeights && !written.empty();
+      for (size_t i = 0; i < st.args.size() && (marked || derived); ++i) {
+        size_t b = st.args[i].buffer;
+        const SchedBuffer &buf = s.buffers[b];
+        if (std::find(written.begin(), written.end(), i) != written.end()) {
+          marked &= !buf.isParam;
+          derived &= !buf.isParam && writers[b] == 1 && !onceOutput[b];
+        } else {
+          marked &= buf.isParam && buf.role == "input";
+          derived &= buf.isParam ? weight[b] : onceOutput[b];
+        }
+      }
+      st.once = marked || derived;
+      if (st.once)
+        for (size_t slot : written) onceOutput[st.args[slot].buffer] = true;
     }
   }
 

@@ -65,8 +65,10 @@ struct SchedStep {
   std::vector<BufRef> args;   ///< in the CALL's argument order (kernel PARAM slot i = args[i])
   std::vector<std::string> vars; ///< the kernel's variables (scalar PARAMs but _device_num), sorted by name
   /// Runs once per load of the inputs, not in every run: a kernel the optimizer marked so (KernelInfo once:
-  /// a re-layout of weights) that reads only parameters of role input and writes only intermediates, which
-  /// then live from the first step to the last (nothing else shares their memory).
+  /// a re-layout of weights) that reads only parameters of role input and writes only intermediates, or, in a
+  /// graph that marks its weights, one that reads only weights and what once steps wrote (a transform of the
+  /// weights) and writes intermediates of its own; what it writes then lives from the first step to the last
+  /// (nothing else shares that memory).
   bool once = false;
   // copies
   BufRef src, dst;

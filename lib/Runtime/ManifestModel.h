@@ -124,7 +124,7 @@ struct Step {
   std::string optsFrom;
   std::vector<std::string> blocked; ///< the blocked-layout pass's arguments in blocks of channels ("SLOT:L:P"; "SLOT:L" from
                                     ///< manifests written before P was recorded)
-  /// Runs in the first run after the inputs are loaded only (a re-layout of weights; Schedule's SchedStep::once).
+  /// Runs in the first run after the inputs are loaded only (a re-layout or a transform of weights; Schedule's SchedStep::once).
   bool once = false;
   std::optional<Estimates> estimates;
   /// Arguments (indices into args) that live on another device than the step's (a MSTACK operand: the kernel

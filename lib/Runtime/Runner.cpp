@@ -296,7 +296,7 @@ public:
     std::vector<int64_t> vals;
     for (size_t i = 0; i < m_.steps.size(); ++i) {
       const Step &s = m_.steps[i];
-      if (s.once && onceDone_) continue; // (its result, a re-layout of weights, is still in its buffer)
+      if (s.once && onceDone_) continue; // (its result, weights re-laid out or transformed, is still in its buffer)
       auto t0 = std::chrono::steady_clock::now();
       // One process per device: every rank walks the same steps in the same order, so each send meets its
       // receive (blocking, one pair at a time: the earliest pending transfer can always complete).
