@@ -43,12 +43,10 @@ using Clock = std::chrono::steady_clock;
 double secondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 /// What the search needs to know of a kernel before optimize.
-struct KernelFacts {
+struct KernelFacts : TuneKernelShape {
   std::string name, hash;
-  bool tunable = false;               ///< one store over constant loops (optimize::shapeOf), no variables
-  std::vector<int64_t> axes, reduces; ///< its output loops' sizes; its reduction loops' (0: not constant)
-  std::vector<int64_t> readSlots;     ///< the arguments it reads
-  double work = 1;                    ///< ops + loads + stores of the work model (the budget's weight)
+  bool tunable = false; ///< one store over constant loops (optimize::shapeOf), no variables
+  double work = 1;      ///< ops + loads + stores of the work model (the budget's weight)
 };
 
 KernelFacts factsOf(Context &c, const UOp *call, const std::string &name) {
@@ -121,8 +119,9 @@ std::vector<std::string> inserted(std::vector<std::string> l, const std::string 
   return l;
 }
 
-/// The neighbours of list `l` for a kernel of facts `f`: in the order they are tried.
-std::vector<std::vector<std::string>> neighbours(const std::vector<std::string> &l, const KernelFacts &f) {
+} // namespace
+
+std::vector<std::vector<std::string>> tuneNeighbours(const std::vector<std::string> &l, const TuneKernelShape &f) {
   std::vector<std::vector<std::string>> out;
   std::vector<optimize::Opt> opts;
   for (const std::string &t : l) opts.push_back(optimize::parseOpt(t));
@@ -143,13 +142,35 @@ std::vector<std::vector<std::string>> neighbours(const std::vector<std::string> 
     return n;
   };
   auto divides = [](int64_t d, int64_t n) { return n > 0 && d >= 1 && n % d == 0; };
+  // the amounts tried for an upcast of `amount` on an axis of `size`: the powers of two, and the divisors of
+  // the size within a factor of two of it (a 56-pixel row's tile of 14: 7 and 28 as well)
+  auto amounts = [&](int64_t amount, int64_t size) {
+    std::set<int64_t> ds;
+    for (int64_t d : {2, 4, 8, 16, 32, 64})
+      if (divides(d, size)) ds.insert(d);
+    for (int64_t d = std::max<int64_t>(2, amount / 2); d <= std::min<int64_t>(64, 2 * amount); ++d)
+      if (divides(d, size)) ds.insert(d);
+    ds.erase(amount);
+    return ds;
+  };
   // another amount for an upcast, unroll, partial or block
   for (size_t i = 0; i < opts.size(); ++i) {
     const optimize::Opt &o = opts[i];
     std::string a = std::to_string(o.axis);
-    if (o.kind == optimize::Opt::Upcast && o.axis < sizes.size())
-      for (int64_t d : {2, 4, 8, 16, 32, 64})
-        if (d != o.amount && divides(d, sizes[o.axis])) out.push_back(replaced(i, "upcast:" + a + ":" + std::to_string(d)));
+    if (o.kind == optimize::Opt::Upcast && o.axis < sizes.size()) {
+      // a block of the axis exactly the upcast's (a 1x1 convolution's pixels, block:1:32 upcast:1:32) moves with it
+      auto block = std::find_if(opts.begin(), opts.end(), [&](const optimize::Opt &b) {
+        return b.kind == optimize::Opt::Block && b.axis == o.axis && b.amount == o.amount;
+      });
+      for (int64_t d : amounts(o.amount, sizes[o.axis])) {
+        std::vector<std::string> n = replaced(i, "upcast:" + a + ":" + std::to_string(d));
+        if (block != opts.end()) {
+          if (d >= sizes[o.axis]) continue; // (a block must leave several)
+          n[static_cast<size_t>(block - opts.begin())] = "block:" + a + ":" + std::to_string(d);
+        }
+        out.push_back(std::move(n));
+      }
+    }
     if ((o.kind == optimize::Opt::Unroll || o.kind == optimize::Opt::Partial) && o.axis < f.reduces.size())
       for (int64_t d : {2, 4, 8, 16})
         if (d != o.amount && divides(d, f.reduces[o.axis]) && d < f.reduces[o.axis])
@@ -182,6 +203,8 @@ std::vector<std::vector<std::string>> neighbours(const std::vector<std::string> 
       if (slot > 0 && !packed.count(slot)) out.push_back(inserted(l, "pack:" + std::to_string(slot)));
   return out;
 }
+
+namespace {
 
 /// One kernel's search: the reference outputs, the buffers, the candidates' times.
 struct Search {
@@ -606,7 +629,7 @@ TuneResult tuneKernels(const TuneRequest &req, std::ostream &log) {
       bool moved = true;
       while (moved && secondsSince(ks) < share) {
         moved = false;
-        for (const std::vector<std::string> &n : neighbours(best, f)) {
+        for (const std::vector<std::string> &n : tuneNeighbours(best, f)) {
           if (secondsSince(ks) >= share) break;
           if (consider(n)) {
             moved = true;

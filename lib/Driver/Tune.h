@@ -10,8 +10,8 @@
 // writes the same bytes as the compile whose search filled it.
 //
 // The search (--tune): hill climbing from the heuristic's list (from no opts where that was refused or wrong), each round over the
-// neighbours of the best list so far (an upcast amount changed to another divisor of its loop, an opt
-// dropped, an upcast, unroll, partial or pack added), kept when at least 3% faster, until no neighbour is or
+// neighbours of the best list so far (tuneNeighbours: an upcast amount changed to another divisor of its loop,
+// with a block of that loop and amount, an opt dropped, an upcast, unroll, partial or pack added), kept when at least 3% faster, until no neighbour is or
 // the kernel's share of --tune-budget is spent (the budget split across kernels by their estimated work, the
 // largest first; the kernels left when it is spent are not searched and stay out of the database, so that a
 // later --tune searches them: DenseNet-121's 189 kernels took 146 s of a 60 s budget before).
@@ -44,6 +44,7 @@
 #include <iosfwd>
 #include <map>
 #include <string>
+#include <cstdint>
 #include <vector>
 
 namespace uopc {
@@ -73,6 +74,19 @@ struct TuneResult {
 /// The structural hash of a kernel CALL's body before optimize: SHA-256 of the text form of its
 /// canonicalKernelBody (64 hex digits).
 std::string kernelHash(Context &c, const UOp *call);
+
+/// What the search's moves need of a kernel: its output loops' sizes, its reduction loops' (0: not constant)
+/// and the arguments it reads.
+struct TuneKernelShape {
+  std::vector<int64_t> axes, reduces;
+  std::vector<int64_t> readSlots;
+};
+
+/// The neighbours of opt list `l` (the search's moves from it), in the order they are tried: each upcast's
+/// amount changed to a power of two or a divisor of its loop within a factor of two of it (a block of the
+/// same loop and amount changed with it), an unroll's, partial's or block's amount changed, an opt dropped,
+/// an upcast, unroll, partial or pack added. Throws Error on an opt that does not parse.
+std::vector<std::vector<std::string>> tuneNeighbours(const std::vector<std::string> &l, const TuneKernelShape &f);
 
 /// See the file comment. Reads the database (a missing file is an empty one with --tune, an error
 /// without), and writes it back when the search added entries. Throws Error.
