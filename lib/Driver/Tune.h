@@ -11,9 +11,9 @@
 //
 // The search (--tune): hill climbing from the heuristic's list (from no opts where that was refused or wrong), each round over the
 // neighbours of the best list so far (tuneNeighbours: an upcast amount changed to another divisor of its loop,
-// with a block of that loop and amount, an opt dropped, an upcast, unroll, partial or pack added), kept when at least 3% faster, until no neighbour is or
-// the kernel's share of --tune-budget is spent (the budget split across kernels by their estimated work, the
-// largest first; the kernels left when it is spent are not searched and stay out of the database, so that a
+// with a block of that loop and amount, an opt dropped, an upcast, unroll, partial or pack added), kept when
+// at least 3% faster, until no neighbour is or the kernel's share of --tune-budget is spent (the budget split
+// across kernels by their estimated work, the largest first; the kernels left when it is spent are not searched and stay out of the database, so that a
 // later --tune searches them: DenseNet-121's 189 kernels took 146 s of a 60 s budget before).
 // Each candidate is the graph compiled from optimize on (from the graph as the first compile had it before
 // optimize, every other kernel with its heuristic list by hand) with that kernel's opts by hand, for the target
@@ -41,10 +41,10 @@
 
 #include "Driver/Compile.h"
 
+#include <cstdint>
 #include <iosfwd>
 #include <map>
 #include <string>
-#include <cstdint>
 #include <vector>
 
 namespace uopc {

@@ -440,19 +440,22 @@ struct Builder {
       }
     // writers per buffer: a derived once step's output must be its own alone
     std::vector<int> writers(s.buffers.size(), 0);
-    for (const SchedStep &st : s.steps) {
+    std::vector<std::vector<size_t>> writtenOf(s.steps.size()); // per kernel step, its written slots
+    for (size_t k = 0; k < s.steps.size(); ++k) {
+      const SchedStep &st = s.steps[k];
       if (st.kind == SchedStep::Kind::Copy) ++writers[st.dst.buffer];
       else if (st.kind == SchedStep::Kind::Allreduce)
         for (const BufRef &r : st.dsts) ++writers[r.buffer];
       else
-        for (size_t slot : writtenSlots(st.call))
+        for (size_t slot : writtenOf[k] = writtenSlots(st.call))
           if (slot < st.args.size()) ++writers[st.args[slot].buffer];
     }
     std::vector<bool> onceOutput(s.buffers.size(), false); // written by a once step
-    for (SchedStep &st : s.steps) {
+    for (size_t k = 0; k < s.steps.size(); ++k) {
+      SchedStep &st = s.steps[k];
       if (st.kind != SchedStep::Kind::Kernel || !st.vars.empty()) continue;
       const UOp *sink = kernelSink(st.call);
-      std::vector<size_t> written = writtenSlots(st.call);
+      const std::vector<size_t> &written = writtenOf[k];
       bool marked = markedOnce(sink), derived = marksWeights && !written.empty();
       for (size_t i = 0; i < st.args.size() && (marked || derived); ++i) {
         size_t b = st.args[i].buffer;

@@ -216,7 +216,8 @@ struct Reader {
       if (q.devices.empty()) fail("manifest: " + where + " lives on no device");
       if (p.contains("name")) q.name = strField(p, "name", where);
       if (const Json *sh = optField(p, "shape")) {
-        if (!sh->is_array() || sh->size() > 32) fail("manifest: " + where + ".shape must be a list of at most 32 sizes");
+        if (!sh->is_array() || sh->size() > ParamArg::kMaxParamDims)
+          fail("manifest: " + where + ".shape must be a list of at most " + std::to_string(ParamArg::kMaxParamDims) + " sizes");
         std::vector<int64_t> dims;
         for (const Json &d : *sh) dims.push_back(asInt(d, where + ".shape", 0));
         std::optional<int64_t> total = shapeElements(dims);
