@@ -179,10 +179,15 @@ int64_t satMul(int64_t a, int64_t b) {
 /// va then runs in blocks of B columns, outermost, so that a panel of B x K of that operand stays in the L2
 /// while every row tile of ra passes over it, where unblocked each row tile streamed the whole operand from
 /// the L3 (a 768 x 3072 operand: 9.4 MB per 8 rows). B: the largest multiple of vAmount dividing va's size
-/// whose panel takes at most half the L2 (the other half for the rows' stream), when two row tiles or more
-/// (the output loops the operand does not move along: a batch's rows too) pass over it. The encoder's feed-forward matmuls on Sapphire Rapids (2 MB L2), one thread: 1024 x 3072 @
-/// 3072 x 768 47 -> 24 ms with B = 64 (a 768 KiB panel; 128: 28 ms, 256: 41), 1024 x 768 @ 768 x 3072 48 ->
-/// 25 ms; the 768 x 768 projections 15 -> 7 ms (B = 32 to 256 within 10%).
+/// whose panel takes at most a quarter of the L2, else at most half (the rest for the rows' stream and the
+/// output), when the whole operand takes more than half and two row tiles or more (the output loops the
+/// operand does not move along: a batch's rows too) pass over it. The encoder's feed-forward matmuls on
+/// Sapphire Rapids (2 MB L2), one thread, with the half rule: 1024 x 3072 @ 3072 x 768 47 -> 24 ms with B = 64
+/// (a 768 KiB panel; 128: 28 ms, 256: 41), 1024 x 768 @ 768 x 3072 48 -> 25 ms; the 768 x 768 projections
+/// 15 -> 7 ms (B = 32 to 256 within 10%). On an AMD EPYC (Zen 4: 1 MB 8-way L2), two threads, in the network:
+/// the projections' 384 KiB panels (B = 128, the half rule) took 7.7-8.6 ms a kernel, 196 KiB (B = 64, a
+/// quarter) 5.8-6.4 (the search's choice, C and LLVM); 1024 x 768 @ 768 x 3072 64 against 128 within 1-4%;
+/// the 3072-deep one, whose narrowest panel (32: 384 KiB) is over a quarter, keeps the half rule's 32.
 std::optional<Opt> choosePanelBlock(const Shape &s, const std::vector<std::vector<std::optional<int64_t>>> &strides,
                                     const std::vector<int64_t> &sizes, size_t va, size_t ra, int64_t vAmount,
                                     int64_t reuse, const PassTarget &target) {
@@ -205,10 +210,10 @@ std::optional<Opt> choosePanelBlock(const Shape &s, const std::vector<std::vecto
     }
     panelPerColumn = std::max(panelPerColumn, satMul(steps, static_cast<int64_t>(dtypeSize(rd->dtype))));
   }
-  int64_t room = target.l2Bytes / 2;
-  if (panelPerColumn == 0 || satMul(panelPerColumn, sizes[va]) <= room) return std::nullopt;
-  for (int64_t b = sizes[va] / vAmount * vAmount; b >= vAmount; b -= vAmount)
-    if (b < sizes[va] && sizes[va] % b == 0 && satMul(b, panelPerColumn) <= room) return Opt{Opt::Block, va, b, 0};
+  if (panelPerColumn == 0 || satMul(panelPerColumn, sizes[va]) <= target.l2Bytes / 2) return std::nullopt;
+  for (int64_t room : {target.l2Bytes / 4, target.l2Bytes / 2})
+    for (int64_t b = sizes[va] / vAmount * vAmount; b >= vAmount; b -= vAmount)
+      if (b < sizes[va] && sizes[va] % b == 0 && satMul(b, panelPerColumn) <= room) return Opt{Opt::Block, va, b, 0};
   return std::nullopt;
 }
 
