@@ -825,8 +825,9 @@ std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target
     for (size_t a = 0; a < sizes.size(); ++a)
       if (a != *va) rowTiles = std::min<int64_t>(rowTiles * sizes[a], INT32_MAX);
     rowTiles /= std::max<int64_t>(reuse, 1);
-    for (const Opt &p : choosePacks(s, strides, *va, *ra, vAmount, rowTiles, target)) opts.push_back(p);
-    if (auto b = choosePanelBlock(s, strides, sizes, *va, *ra, vAmount, reuse, target)) opts.insert(opts.begin(), *b);
+    std::vector<Opt> packs = choosePacks(s, strides, *va, *ra, vAmount, rowTiles, target);
+    for (const Opt &p : packs) opts.push_back(p);
+    if (auto b = choosePanelBlock(s, strides, sizes, *va, *ra, vAmount, reuse, packs, target)) opts.insert(opts.begin(), *b);
   }
   return opts;
 }

@@ -93,7 +93,7 @@ std::vector<Opt> choosePacks(const Shape &s, const std::vector<std::vector<std::
                              size_t ra, int64_t vAmount, int64_t rowTiles, const PassTarget &target);
 std::optional<Opt> choosePanelBlock(const Shape &s, const std::vector<std::vector<std::optional<int64_t>>> &strides,
                                     const std::vector<int64_t> &sizes, size_t va, size_t ra, int64_t vAmount,
-                                    int64_t reuse, const PassTarget &target);
+                                    int64_t reuse, const std::vector<Opt> &packs, const PassTarget &target);
 int64_t stripLanes(const Shape &s, const std::vector<std::vector<std::optional<int64_t>>> &strides, size_t va,
                    int64_t vAmount, int64_t size, int64_t elem, const PassTarget &target);
 

@@ -179,20 +179,26 @@ int64_t satMul(int64_t a, int64_t b) {
 /// va then runs in blocks of B columns, outermost, so that a panel of B x K of that operand stays in the L2
 /// while every row tile of ra passes over it, where unblocked each row tile streamed the whole operand from
 /// the L3 (a 768 x 3072 operand: 9.4 MB per 8 rows). B: the largest multiple of vAmount dividing va's size
-/// whose panel takes at most a quarter of the L2, else at most half (the rest for the rows' stream and the
-/// output), when the whole operand takes more than half and two row tiles or more (the output loops the
-/// operand does not move along: a batch's rows too) pass over it. The encoder's feed-forward matmuls on
+/// whose panel takes at most a quarter of the L2 (and at most 256 KiB where the operand is read in place, not
+/// packed: `packs`, the tile's pack opts), else at most half (the rest for the rows' stream and the output), when the whole operand takes more than half and two row tiles or more (the
+/// output loops the operand does not move along: a batch's rows too) pass over it. The encoder's feed-forward matmuls on
 /// Sapphire Rapids (2 MB L2), one thread, with the half rule: 1024 x 3072 @ 3072 x 768 47 -> 24 ms with B = 64
 /// (a 768 KiB panel; 128: 28 ms, 256: 41), 1024 x 768 @ 768 x 3072 48 -> 25 ms; the 768 x 768 projections
 /// 15 -> 7 ms (B = 32 to 256 within 10%). On an AMD EPYC (Zen 4: 1 MB 8-way L2), two threads, in the network:
 /// the projections' 384 KiB panels (B = 128, the half rule) took 7.7-8.6 ms a kernel, 196 KiB (B = 64, a
 /// quarter) 5.8-6.4 (the search's choice, C and LLVM); 1024 x 768 @ 768 x 3072 64 against 128 within 1-4%;
 /// the 3072-deep one, whose narrowest panel (32: 384 KiB) is over a quarter, keeps the half rule's 32.
+/// The 256 KiB in place: on a 2 MiB-L2 Xeon (2026-12-07, two threads, in the network, alternating) the
+/// quarter rule's 128 columns (384 KiB) made the projections, whose weight is read in place (rows 3 KiB
+/// apart), the slowest of 32 to 128: the encoder 134.7 ms with 128, 126.7 with 32, 123.2 with 64, 122.0 with
+/// 96 (the search kept 64 there too, on C and LLVM, 1.21x and 1.36x a kernel alone). Packed panels keep the
+/// quarter: there sp_mm_1024's 128 (512 KiB) ran 5% faster than 64, the feed-forward ones within 0.5%.
 std::optional<Opt> choosePanelBlock(const Shape &s, const std::vector<std::vector<std::optional<int64_t>>> &strides,
                                     const std::vector<int64_t> &sizes, size_t va, size_t ra, int64_t vAmount,
-                                    int64_t reuse, const PassTarget &target) {
+                                    int64_t reuse, const std::vector<Opt> &packs, const PassTarget &target) {
   if (reuse < 1) return std::nullopt;
   int64_t panelPerColumn = 0; // bytes of the operand per column of va, over the reduction
+  bool inPlace = false;       // that operand is read where it lies (no pack:SLOT of its slot)
   for (size_t k = 0; k < s.reads.size(); ++k) {
     const UOp *rd = s.reads[k];
     if (strides[k][va] != std::optional<int64_t>(1) || strides[k][ra] != std::optional<int64_t>(0)) continue;
@@ -208,10 +214,19 @@ std::optional<Opt> choosePanelBlock(const Shape &s, const std::vector<std::vecto
       if (!st || !n) return std::nullopt;
       if (*st != 0) steps = satMul(steps, static_cast<int64_t>(*n));
     }
-    panelPerColumn = std::max(panelPerColumn, satMul(steps, static_cast<int64_t>(dtypeSize(rd->dtype))));
+    int64_t bytes = satMul(steps, static_cast<int64_t>(dtypeSize(rd->dtype)));
+    if (bytes > panelPerColumn) {
+      panelPerColumn = bytes;
+      inPlace = rd->src(0)->op != Op::PARAM || std::none_of(packs.begin(), packs.end(), [&](const Opt &p) {
+                  return p.kind == Opt::Pack && static_cast<int64_t>(p.axis) == ParamArg::slotOf(rd->src(0)->arg);
+                });
+    }
   }
   if (panelPerColumn == 0 || satMul(panelPerColumn, sizes[va]) <= target.l2Bytes / 2) return std::nullopt;
-  for (int64_t room : {target.l2Bytes / 4, target.l2Bytes / 2})
+  // (an operand read in place, its rows a whole row of the matrix apart: at most 256 KiB, above)
+  constexpr int64_t kInPlacePanel = 256 * 1024;
+  int64_t quarter = inPlace ? std::min(target.l2Bytes / 4, kInPlacePanel) : target.l2Bytes / 4;
+  for (int64_t room : {quarter, target.l2Bytes / 2})
     for (int64_t b = sizes[va] / vAmount * vAmount; b >= vAmount; b -= vAmount)
       if (b < sizes[va] && sizes[va] % b == 0 && satMul(b, panelPerColumn) <= room) return Opt{Opt::Block, va, b, 0};
   return std::nullopt;

@@ -7,6 +7,7 @@ elementwise op broadcasts a size-1 axis; no EXPAND node), as in the corpus:
   mm16:  out(4,16) = X(4,8) @ W(8,16)                a matmul with 16 output columns
   mm1k:  out(16,1024) = X(16,1024) @ W(1024,1024)    W's columns 4 KiB apart (optimize.test's pack choice)
   mm1k8: out(8,1024) = X(8,1024) @ W(1024,1024)      one row tile: no cache block (optimize.test)
+  mm768: out(16,768) = X(16,768) @ W(768,768)        W read in place, rows 3 KiB apart (optimize.test's panel cap)
   mm96:  out(16,96) = X(16,64) @ W(64,96)             96 columns: 4 x 24 lanes fill AVX2's tile (optimize.test)
   mm34:  out(34,16) = (X(34,34) @ W(34,16) + b(34,1)) * s(34,1)   34 rows, which 8 does not divide: a row
          upcast of 17 (Choose.cpp's channelDivisor), the bias and scale consecutive along it (vector-tile.test)
@@ -17,7 +18,7 @@ elementwise op broadcasts a size-1 axis; no EXPAND node), as in the corpus:
   fc:    out(1,256) = X(1,1024) @ W(256,1024).T     a fully connected layer at batch 1 (optimize.test: 4 rows a time)
   rowsum1k: out(256) = X(256,1024).sum(axis=1)      a vector out with no read shared by the rows (optimize.test)
   rowsum2d: out(4,64) = X(4,64,1024).sum(axis=2)    rows in two output loops: not a vector out (optimize.test)
-usage: rangeify-work.py mm2|expmm|cheap|rowsum|rowsum1k|rowsum2d|mm16|mm1k|mm1k8|mm96|mm34|tinysum|colsum|colsum8|fc OUT.json"""
+usage: rangeify-work.py mm2|expmm|cheap|rowsum|rowsum1k|rowsum2d|mm16|mm1k|mm1k8|mm768|mm96|mm34|tinysum|colsum|colsum8|fc OUT.json"""
 import json, os, sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "Inputs"))
 from uopgraph import TensorGraph  # noqa: E402
@@ -55,6 +56,10 @@ def build(kind):
         out = g.reshape(g.param(0, m * 1024), m, 1024)
         x, w = g.reshape(g.param(1, m * 1024), m, 1024), g.reshape(g.param(2, 1024 * 1024), 1024, 1024)
         return g.doc(out, g.matmul(x, w, m, 1024, 1024))
+    if kind == "mm768":
+        out = g.reshape(g.param(0, 16 * 768), 16, 768)
+        x, w = g.reshape(g.param(1, 16 * 768), 16, 768), g.reshape(g.param(2, 768 * 768), 768, 768)
+        return g.doc(out, g.matmul(x, w, 16, 768, 768))
     if kind == "mm34":
         out = g.reshape(g.param(0, 34 * 16), 34, 16)
         x, w = g.reshape(g.param(1, 34 * 34), 34, 34), g.reshape(g.param(2, 34 * 16), 34, 16)
