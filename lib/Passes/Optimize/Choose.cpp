@@ -524,10 +524,16 @@ std::optional<std::vector<Opt>> selectMergedTile(const Shape &s, const std::vect
 /// The opts of level 2 for kernel shape s (see the file comment).
 } // namespace
 
-std::optional<Opt> innermostUnroll(const Shape &s, int64_t amount) {
+std::optional<int64_t> innermostReductionSize(const Shape &s) {
   const UOp *r = s.reduceRanges.empty() ? nullptr : s.reduceRanges.back();
   auto n = r && r->op == Op::RANGE && r->nsrc == 1 ? constBound(r->src(0)) : std::nullopt;
-  int64_t size = n && *n <= INT32_MAX ? static_cast<int64_t>(*n) : 0;
+  if (!n || *n > INT32_MAX) return std::nullopt;
+  return static_cast<int64_t>(*n);
+}
+
+std::optional<Opt> innermostUnroll(const Shape &s, int64_t amount) {
+  const UOp *r = s.reduceRanges.empty() ? nullptr : s.reduceRanges.back();
+  int64_t size = innermostReductionSize(s).value_or(0);
   bool innermost = r && std::all_of(s.reduces.begin(), s.reduces.end(), [&](const UOp *red) { return red->src().back() == r; });
   if (amount > 1 && innermost && size > amount && size % amount == 0) return Opt{Opt::Unroll, s.reduceRanges.size() - 1, amount};
   return std::nullopt;
@@ -823,9 +829,8 @@ std::vector<Opt> chooseOpts(Context &c, const Shape &s, const PassTarget &target
   // 2 threads, in the network, alternating: 2 -> 4 the encoder 132.3 -> 119.2 ms, where the search had kept 4 for
   // its projections, 1.36x a kernel with the panel's 64 columns; every unrolled tile by 4, the CNNs' 1x1
   // convolutions over 64-512 channels too, moved ResNet-50, DenseNet-121, ShuffleNet 1-2% the other way)
-  const UOp *inner = s.reduceRanges.empty() ? nullptr : s.reduceRanges.back();
-  auto terms = inner && inner->op == Op::RANGE && inner->nsrc == 1 ? constBound(inner->src(0)) : std::nullopt;
-  int64_t unroll = target.tileUnroll > 1 && terms && *terms >= 768 ? 2 * target.tileUnroll : target.tileUnroll;
+  int64_t unroll = target.tileUnroll;
+  if (unroll > 1 && innermostReductionSize(s).value_or(0) >= 768) unroll *= 2;
   if (auto u = innermostUnroll(s, unroll)) opts.push_back(*u);
   if (ra && std::none_of(interior.begin(), interior.end(), [](auto x) { return x.has_value(); })) {
     int64_t rowTiles = 1; // the tiles along the other output loops, each of which passes over the panel

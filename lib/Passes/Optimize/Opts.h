@@ -87,6 +87,8 @@ std::optional<std::vector<Opt>> chooseChannelTile(Context &c, const Shape &s,
 /// A tile's reduction loop unrolled by `amount` (unroll:R:amount), where every REDUCE ends in that loop, the last
 /// of s's reduction loops, and `amount` divides it and is less; nullopt elsewhere.
 std::optional<Opt> innermostUnroll(const Shape &s, int64_t amount);
+/// The constant trip count of s's last reduction loop (the innermost), nullopt where it has none.
+std::optional<int64_t> innermostReductionSize(const Shape &s);
 std::vector<Opt> choosePartial(const Shape &s, int64_t vec);
 std::optional<Opt> chooseRowChains(const Shape &s);
 std::vector<Opt> choosePacks(const Shape &s, const std::vector<std::vector<std::optional<int64_t>>> &strides, size_t va,

@@ -180,9 +180,10 @@ int64_t satMul(int64_t a, int64_t b) {
 /// while every row tile of ra passes over it, where unblocked each row tile streamed the whole operand from
 /// the L3 (a 768 x 3072 operand: 9.4 MB per 8 rows). B: the largest multiple of vAmount dividing va's size
 /// whose panel takes at most a quarter of the L2 (and at most 256 KiB where the operand is read in place, not
-/// packed: `packs`, the tile's pack opts), else at most half (the rest for the rows' stream and the output), when the whole operand takes more than half and two row tiles or more (the
-/// output loops the operand does not move along: a batch's rows too) pass over it. The encoder's feed-forward matmuls on
-/// Sapphire Rapids (2 MB L2), one thread, with the half rule: 1024 x 3072 @ 3072 x 768 47 -> 24 ms with B = 64
+/// packed: `packs`, the tile's pack opts), else at most half (the rest for the rows' stream and the output),
+/// when the whole operand takes more than half and two row tiles or more (the output loops the operand does
+/// not move along: a batch's rows too) pass over it. The encoder's feed-forward matmuls on Sapphire Rapids
+/// (2 MB L2), one thread, with the half rule: 1024 x 3072 @ 3072 x 768 47 -> 24 ms with B = 64
 /// (a 768 KiB panel; 128: 28 ms, 256: 41), 1024 x 768 @ 768 x 3072 48 -> 25 ms; the 768 x 768 projections
 /// 15 -> 7 ms (B = 32 to 256 within 10%). On an AMD EPYC (Zen 4: 1 MB 8-way L2), two threads, in the network:
 /// the projections' 384 KiB panels (B = 128, the half rule) took 7.7-8.6 ms a kernel, 196 KiB (B = 64, a
