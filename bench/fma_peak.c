@@ -1,5 +1,7 @@
 /* The machine's float32 compute roof: each of T threads runs ACC independent chains of fused multiply-adds on
- * 64-byte vectors (acc = acc * m + a, kept in registers), the most a convolution or matmul kernel could issue.
+ * the widest vectors the build targets (acc = acc * m + a, kept in registers), the most a convolution or matmul
+ * kernel could issue: 64-byte vectors with AVX-512 (16 chains of its 32 registers), 32 bytes with AVX2 (12 chains:
+ * 16 with m and a did not fit its 16 registers, and a 64-byte vector there is no register at all), else 16.
  * Build: gcc -O2 -march=native -ffp-contract=fast -mprefer-vector-width=512 -pthread. Prints GFLOP/s, the
  * best of REPS runs (2 flops a lane a multiply-add). Usage: fma_peak THREADS REPS */
 #define _POSIX_C_SOURCE 199309L
@@ -8,8 +10,14 @@
 #include <stdlib.h>
 #include <time.h>
 
-typedef float v16 __attribute__((vector_size(64)));
+#if defined(__AVX512F__)
 enum { ACC = 16, LANES = 16 };
+#elif defined(__AVX__)
+enum { ACC = 12, LANES = 8 };
+#else
+enum { ACC = 12, LANES = 4 };
+#endif
+typedef float v16 __attribute__((vector_size(LANES * 4)));
 static const long kIters = 20 * 1000 * 1000;
 static volatile float sink;
 
