@@ -106,6 +106,12 @@ PassTarget PassTarget::forTarget(std::string_view name, bool gridOnHost, std::st
   // and 1x1 convolutions 5-12% each; gated ones 1.3-4x slower: ResNet-50 30.7 -> 45.7, VGG-19 139 -> 187)
   t.ungatedTileLanes = t.tileLanes;
   if (llvmEmitter && !t.gpuGrid) t.tileLanes = std::min<int64_t>(t.tileLanes, 256);
+  // (LLVM with AVX2's 16 registers: a channel tile of 8 accumulators, 32 lanes x 2 pixels, where 32 x 3 (12
+  // accumulators, 4 weight vectors and a broadcast: 17 registers) spilled. What uopc --tune kept on a Zen 3 for
+  // most such kernels of AlexNet, DenseNet-121 and Inception v1 (1.2-2.8x each); as the rule, 2 threads,
+  // alternating, in the network: VGG-19 537 -> 360 ms, Inception v2 51.5 -> 32.7, AlexNet 25.3 -> 16.7,
+  // ResNet-50 116 -> 107; 16 x 4 instead: ResNet-50 93, the rest less)
+  if (llvmEmitter && !t.gpuGrid && t.tileLanes < 256) t.tileLanes = t.ungatedTileLanes = 64, t.tileLeastPixels = 2;
   return t;
 }
 

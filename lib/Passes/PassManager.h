@@ -52,6 +52,9 @@ struct PassTarget {
   /// border gate in the tile; a concatenation's seam, a condition on the reduction alone, is cut by linearize):
   /// tileLanes, but all of AVX-512's 448 on llvm too, whose cap of 256 (Machine.cpp) is for gated tiles.
   int64_t ungatedTileLanes = 96;
+  /// The fewest pixels a channel tile of several vectors of lanes must leave room for (ChannelTile.cpp): 3, but 2
+  /// on llvm with AVX2, whose tiles take 64 lanes (Machine.cpp).
+  int64_t tileLeastPixels = 3;
   /// The ops the target's renderer does not spell: the decompose pass writes them with ops it has
   /// (THREEFRY on llvm and ptx; the C target has a helper for it).
   std::vector<Op> lacks;

@@ -133,13 +133,14 @@ std::optional<std::vector<Opt>> chooseChannelTile(Context &c, const Shape &s,
     int64_t n = s.sizes[oa];
     int64_t lanes = 0;
     // the most lanes, up to 128 bytes, that divide the channels and leave the registers room for a reuse
-    // upcast of 3 (with AVX2's 96 accumulator lanes, 32 x 3: ResNet-50, one thread on Zen 3, 164 ms, where 16 x 6
+    // upcast of 3 (2 on LLVM with AVX2, whose tiles take 64 lanes: PassTarget::tileLeastPixels, 32 x 2; on C,
+    // with AVX2's 96 accumulator lanes, 32 x 3: ResNet-50, one thread on Zen 3, 164 ms, where 16 x 6
     // took 195 and AVX-512's 64 x 7, spilled, 251). With AVX-512's 448, 32 lanes x up to 14 pixels, where 64 x 7
     // spilled (28 accumulators, 4 weight vectors and a broadcast: 33 registers) and 64 x 5 streamed the weights
     // from the L2 three times as often (ResNet-50 on Sapphire Rapids, one thread: the 1x1 convolution 64 -> 256
     // at 56x56 2.98 -> 1.68 ms, the 3x3 one 128 -> 128 at 28x28 3.28 -> 1.38)
     for (int64_t l : {8 * vec, 4 * vec, 2 * vec, vec})
-      if (!lanes && n % l == 0 && l * static_cast<int64_t>(elem) <= 128 && (tileLanes / (l * live) >= 3 || l == vec)) lanes = l;
+      if (!lanes && n % l == 0 && l * static_cast<int64_t>(elem) <= 128 && (tileLanes / (l * live) >= target.tileLeastPixels || l == vec)) lanes = l;
     // (a reduction of under 64 terms into channels whose planes lie 128 or more elements apart, a first
     // convolution's 27 terms or an expand layer's 16-48: two vectors of lanes at most, the tile's stores
     // spread over half as many planes. SqueezeNet, C, 2 threads on Zen 5: its 3x3 stride-2 convolution

@@ -179,6 +179,18 @@ UOPC_FN uint64_t uopc_threefry(uint64_t x, uint64_t key) {
 #define UOPC_PREFETCH(base, bytes) ((void)0)
 #endif
 )"},
+    // a register tile's accumulating lanes, n of them, each element `bytes` wide, run one vector register at a
+    // time (CEmitter.cpp's chunkedLaneLoops): the lanes of the widest vector the build targets where they divide
+    // n, else all n in one piece
+    {Helper::LaneChunk, "LANE_CHUNK", {Helper::SimdLanes, Helper::Unroll}, R"(#if defined(__AVX512F__)
+#define UOPC_VECTOR_BYTES 64
+#elif defined(__AVX__)
+#define UOPC_VECTOR_BYTES 32
+#else
+#define UOPC_VECTOR_BYTES 16
+#endif
+#define UOPC_LANE_CHUNK(n, bytes) ((n) % (UOPC_VECTOR_BYTES / (bytes)) == 0 ? UOPC_VECTOR_BYTES / (bytes) : (n))
+)"},
 };
 
 } // namespace
