@@ -615,7 +615,7 @@ struct Emitter {
     const size_t k = loopCount++;
     const std::string simdHint = "UOPC_SIMD_LANES ";
     if (k < chunkedLaneLoops.size() && chunkedLaneLoops[k] && hint.ends_with(simdHint) && from == "0") {
-      // a register tile's accumulating lanes, one vector register at a time (chunkedLaneLoops)
+      // a register tile's accumulating lanes, in pieces of one or two vector registers (chunkedLaneLoops)
       use(Helper::LaneChunk);
       std::string type = computeType(u->dtype), piece = fresh(name + "c"), lane = fresh(name + "l");
       std::string chunk = "UOPC_LANE_CHUNK(" + n.v + ", " + std::to_string(chunkedLaneLoops[k]) + ")";
@@ -794,13 +794,13 @@ std::vector<bool> gatherLaneLoops(std::span<const UOp *const> items, const std::
 }
 
 /// Per RANGE item of `items` (in order, as laneLoops): for a loop of lanes (laneLoops) of constant size, more
-/// than the 16 bytes of the narrowest vector register, that updates an accumulator along its lanes (a STORE to a REDUCE whose accumulatorLanes hold it), the
-/// accumulator's element size, else 0. The emitter writes it as pieces of one vector register each, the pieces
-/// unrolled (UOPC_LANE_CHUNK): as one loop of lanes wider than a vector register, gcc -O2 vectorizes it as a
-/// loop over the registers, which it does not unroll beyond two, and keeps the tile's accumulators in memory,
-/// a load and a store per multiply-add. AVX2 (8 lanes a register) on a Zen 3, the encoder's 4 x 24 matmul tile
-/// (3 registers a row) and the CNNs' 3 x 32 channel tiles (4 a pixel); AVX-512's 16-lane registers took the
-/// 32-lane tiles in two, which gcc unrolled.
+/// than the 16 bytes of the narrowest vector register, that updates an accumulator along its lanes (a STORE to a
+/// REDUCE whose accumulatorLanes hold it), the accumulator's element size, else 0. The emitter writes it as
+/// unrolled pieces of two vector registers, or one (UOPC_LANE_CHUNK): as one loop of lanes wider than that, gcc
+/// -O2 vectorizes it as a loop over the registers, which it does not unroll beyond two, and keeps the tile's
+/// accumulators in memory, a load and a store per multiply-add. AVX2 (8 lanes a register) on a Zen 3: the
+/// encoder's 4 x 24 matmul tile (3 registers a row) and the CNNs' 3 x 32 channel tiles (4 a pixel); AVX-512's
+/// 16-lane registers took the 32-lane tiles in two, which gcc unrolled.
 std::vector<size_t> chunkedLaneLoops(std::span<const UOp *const> items, const std::vector<bool> &laneLoops) {
   std::vector<size_t> bytes(laneLoops.size(), 0);
   perLoop(items, [&](const UOp *r, size_t k, std::span<const UOp *const> body, std::span<const size_t>) {

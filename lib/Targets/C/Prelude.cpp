@@ -179,9 +179,10 @@ UOPC_FN uint64_t uopc_threefry(uint64_t x, uint64_t key) {
 #define UOPC_PREFETCH(base, bytes) ((void)0)
 #endif
 )"},
-    // a register tile's accumulating lanes, n of them, each element `bytes` wide, run one vector register at a
-    // time (CEmitter.cpp's chunkedLaneLoops): the lanes of the widest vector the build targets where they divide
-    // n, else all n in one piece
+    // a register tile's accumulating lanes, n of them, each element `bytes` wide, run a piece at a time
+    // (CEmitter.cpp's chunkedLaneLoops): two of the widest vector registers the build targets where they divide
+    // n (a loop of two registers gcc unrolls itself, and half the pieces build faster: ResNet-50's gated 3x3
+    // kernel 1.70 -> 0.76 s of gcc, the same multiply-adds), else one, else all n in one piece
     {Helper::LaneChunk, "LANE_CHUNK", {Helper::SimdLanes, Helper::Unroll}, R"(#if defined(__AVX512F__)
 #define UOPC_VECTOR_BYTES 64
 #elif defined(__AVX__)
@@ -189,7 +190,10 @@ UOPC_FN uint64_t uopc_threefry(uint64_t x, uint64_t key) {
 #else
 #define UOPC_VECTOR_BYTES 16
 #endif
-#define UOPC_LANE_CHUNK(n, bytes) ((n) % (UOPC_VECTOR_BYTES / (bytes)) == 0 ? UOPC_VECTOR_BYTES / (bytes) : (n))
+#define UOPC_LANE_CHUNK(n, bytes) \
+  ((n) % (2 * UOPC_VECTOR_BYTES / (bytes)) == 0 ? 2 * UOPC_VECTOR_BYTES / (bytes) \
+   : (n) % (UOPC_VECTOR_BYTES / (bytes)) == 0  ? UOPC_VECTOR_BYTES / (bytes)     \
+                                               : (n))
 )"},
 };
 
