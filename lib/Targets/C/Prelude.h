@@ -28,7 +28,7 @@ enum class Helper {
   SimdLanes,  ///< UOPC_SIMD_LANES: `#pragma omp simd` on a loop of independent lanes under UOPC_OMP_SIMD
   Unroll,     ///< UOPC_UNROLL(n): `#pragma GCC unroll n` (GCC and Clang) on an UNROLL range's loop
   Prefetch,   ///< UOPC_PREFETCH(base, byteOffset): a hint to bring that line into the cache (GCC and Clang)
-  LaneChunk,  ///< UOPC_LANE_CHUNK(n, bytes): the lanes of one vector register the build targets, where they divide n
+  LaneChunk,  ///< UOPC_LANE_CHUNK(n, bytes): the lanes of a tile's piece, two (or one) of the build's vector registers
 };
 
 /// The C text of the helpers in `used` and of the helpers they call, in dependency order.
