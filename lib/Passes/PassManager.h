@@ -55,6 +55,10 @@ struct PassTarget {
   /// The fewest pixels a channel tile of several vectors of lanes must leave room for (ChannelTile.cpp): 3, but 2
   /// on llvm with AVX2, whose tiles take 64 lanes (Machine.cpp).
   int64_t tileLeastPixels = 3;
+  /// The lanes a channel tile may take over a row of more than 28 pixels that 8 divides (ChannelTile.cpp), where
+  /// that is fewer than tileLanes: 256 on C with AVX-512 (8 pixels x 32 lanes, not 14), 0 (no cap) elsewhere
+  /// (Machine.cpp).
+  int64_t longRowTileLanes = 0;
   /// The ops the target's renderer does not spell: the decompose pass writes them with ops it has
   /// (THREEFRY on llvm and ptx; the C target has a helper for it).
   std::vector<Op> lacks;

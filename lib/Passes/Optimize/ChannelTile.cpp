@@ -196,6 +196,7 @@ std::optional<std::vector<Opt>> chooseChannelTile(Context &c, const Shape &s,
         for (const UOp *r : s.reduceRanges)
           if (auto rs = indexStride(s.reads[k]->src(1), r); rs && *rs != 0 && *st % *rs == 0 && *st / *rs >= 2 && *st / *rs <= 4)
             accLanes = target.tileLanes;
+    if (target.longRowTileLanes && row > 28 && row % 8 == 0) accLanes = std::min(accLanes, target.longRowTileLanes); // (PassTarget)
     int64_t budget = std::max<int64_t>(1, (accLanes + (lanes <= vec ? 2 * vec : 0)) / (lanes * live));
     // the amount covering most of `span` pixels in whole tiles, the larger on a tie (at least 4, fewer only for
     // a shorter span), and the pixels it covers. A tile of one vector of channels takes a span of up to 16
