@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <optional>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -226,6 +227,10 @@ struct Search {
   std::map<BufKey, Mem> pristine, work;
   std::map<BufKey, std::vector<unsigned char>> expected; ///< the reference's outputs
   int64_t candidates = 0, refused = 0, wrong = 0;
+  /// When a candidate's build must be done (the end of the kernel's share of the budget; none for the heuristic's
+  /// list, the first built): a C compiler still running then is stopped and the candidate counted `slow`.
+  std::optional<Clock::time_point> until;
+  int64_t slow = 0;
 
   /// Runs the reference kernel (--opt-level 0) on the seeded inputs. Throws Error when it cannot.
   void start() {
@@ -265,9 +270,12 @@ struct Search {
       co.pipeline = withOptimize(fromOptimize, -1, others.empty() ? mine : others + ";" + mine);
       std::ostringstream out, err;
       Module m = compile(readGraphBinary(preOptimize, req.input), co, out, err);
-      *g = prepare(m, stepsOf(*m.schedule(), facts.name), req.base.render.cpu, scratch);
+      double seconds = until ? std::chrono::duration<double>(*until - Clock::now()).count() : 0;
+      if (until && seconds <= 0) fail("no time left to build it");
+      *g = prepare(m, stepsOf(*m.schedule(), facts.name), req.base.render.cpu, scratch, seconds);
     } catch (const Error &) {
-      ++refused;
+      if (until && Clock::now() >= *until) ++slow;
+      else ++refused;
       return nullptr;
     }
     for (const auto &[key, sz] : g->sizes) {
@@ -588,7 +596,7 @@ TuneResult tuneKernels(const TuneRequest &req, std::ostream &log) {
       for (const KernelFacts &o : facts)
         if (o.name != f.name && !hand.count(o.name))
           others += (others.empty() ? "" : ";") + o.name + (heuristic[o.name].empty() ? "" : "/" + joined(heuristic[o.name], "/"));
-      Search s{req, f, others, preOptimize, fromOptimize, reference, pool, scratch, {}, {}, {}};
+      Search s{req, f, others, preOptimize, fromOptimize, reference, pool, scratch, {}, {}, {}, 0, 0, 0, {}, 0};
       try {
         s.start();
       } catch (const Error &e) {
@@ -603,6 +611,8 @@ TuneResult tuneKernels(const TuneRequest &req, std::ostream &log) {
       std::vector<std::string> best = k.opts;
       Search::Compiled heuristicSteps = attempt(k.opts), bestSteps = heuristicSteps;
       double heuristicNs = heuristicSteps ? s.time(*heuristicSteps) : 0, bestNs = heuristicNs;
+      // (every later candidate's build ends with the share: one whose compiler would run past it is stopped)
+      s.until = ks + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(share));
       log << where << "heuristic " << listText(k.opts) << " "
           << (heuristicSteps ? ms(heuristicNs) : s.wrong ? std::string("discarded: its outputs differ from --opt-level 0's") : std::string("refused"))
           << "\n";
@@ -659,7 +669,9 @@ TuneResult tuneKernels(const TuneRequest &req, std::ostream &log) {
       std::ostringstream line;
       line << where << "kept " << listText(best) << " " << ms(bestNs);
       if (heuristicNs > 0) line << std::fixed << std::setprecision(2) << " (" << heuristicNs / bestNs << "x the heuristic's)";
-      line << ", " << s.candidates << " candidates (" << s.refused << " refused, " << s.wrong << " wrong) in "
+      line << ", " << s.candidates << " candidates (" << s.refused << " refused, " << s.wrong << " wrong";
+      if (s.slow) line << ", " << s.slow << " stopped building at the budget";
+      line << ") in "
            << std::setprecision(2) << took << " s";
       log << line.str() << "\n";
       k.opts = best;

@@ -150,7 +150,8 @@ std::vector<size_t> stepsOf(const Schedule &s, const std::string &name) {
   return out;
 }
 
-Steps prepare(Module &m, const std::vector<size_t> &which, const std::string &cpu, const fs::path &scratch) {
+Steps prepare(Module &m, const std::vector<size_t> &which, const std::string &cpu, const fs::path &scratch,
+              double buildSeconds) {
   const Schedule &s = *m.schedule();
   if (which.empty()) fail("the compile has no such kernel");
   Steps out;
@@ -222,7 +223,7 @@ Steps prepare(Module &m, const std::vector<size_t> &which, const std::string &cp
       fs::remove_all(dir, ec); // (the loaded object stays mapped)
     }
   } remove{dir};
-  fs::path so = buildKernelObject(dir, files, entry.str(), cpu, dir);
+  fs::path so = buildKernelObject(dir, files, entry.str(), cpu, dir, buildSeconds);
   out.object = std::make_unique<SharedObject>();
   out.object->handle = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!out.object->handle) fail(std::string("cannot load the candidate's kernels: ") + dlerror());

@@ -103,8 +103,10 @@ std::vector<size_t> stepsOf(const Schedule &s, const std::string &name);
 
 /// Renders steps `which` of m and compiles them: LLVM IR through the JIT; C with the C compiler, with the
 /// flags uopc-run builds with (Runtime/KernelCache.h), in a directory of its own under `scratch`. Throws Error
-/// (the target refuses a kernel, a symbolic size, the compiler fails).
-Steps prepare(Module &m, const std::vector<size_t> &which, const std::string &cpu, const fs::path &scratch);
+/// (the target refuses a kernel, a symbolic size, the compiler fails, or with `buildSeconds` > 0 the C compiler
+/// runs longer than that: stopped).
+Steps prepare(Module &m, const std::vector<size_t> &which, const std::string &cpu, const fs::path &scratch,
+              double buildSeconds = 0);
 
 /// The buffers of `mem` that g's steps take in blocks of channels, from planes to blocks (`toBlocked`) or back:
 /// the reference and the candidates agree on the contents in planes.

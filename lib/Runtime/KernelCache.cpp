@@ -10,9 +10,16 @@
 #include <cctype>
 #include <numeric>
 #include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <iomanip>
+#include <optional>
+#include <sstream>
 #include <cstdio>
 #include <deque>
+#include <fstream>
 #include <thread>
+#include <vector>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -144,18 +151,55 @@ void checkExit(const Job &job, int status, const fs::path &dir) {
   }
 }
 
-/// Waits for `job`; on failure, fails with its log (shortened).
-void finish(const Job &job, const fs::path &dir) {
-  int status = 0;
-  while (waitpid(job.pid, &status, 0) < 0 && errno == EINTR) {
+/// When the compilers must be done (uopc --tune's candidates: what is left of a kernel's share of the budget),
+/// or none.
+using Deadline = std::optional<std::chrono::steady_clock::time_point>;
+
+/// Kills process `pid` and its descendants (the compiler driver's cc1 and as, which would go on running, orphaned,
+/// were only the driver killed): the driver stopped first, so that it starts no other, then each generation found
+/// in /proc by its parent, the driver last.
+void killTree(pid_t pid) {
+  ::kill(pid, SIGSTOP);
+  std::vector<pid_t> tree{pid};
+  for (size_t i = 0; i < tree.size(); ++i) { // (iterative: the tree's generations in turn)
+    std::error_code ec;
+    for (fs::directory_iterator it("/proc", ec), end; !ec && it != end; it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      if (name.empty() || !std::all_of(name.begin(), name.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) continue;
+      std::ifstream stat(it->path() / "stat");
+      std::string line;
+      if (!std::getline(stat, line)) continue;
+      size_t close = line.rfind(')'); // (after the command's name, which may hold spaces and parentheses)
+      if (close == std::string::npos) continue;
+      std::istringstream rest(line.substr(close + 1));
+      char state = 0;
+      long ppid = 0;
+      if (rest >> state >> ppid && ppid == tree[i]) tree.push_back(static_cast<pid_t>(std::stol(name)));
+    }
   }
-  checkExit(job, status, dir);
+  for (size_t i = tree.size(); i-- > 0;) ::kill(tree[i], SIGKILL);
+}
+
+/// Kills every job of `running` and waits for them (no compiler outlives its working directory), then fails: the
+/// build ran past its deadline.
+[[noreturn]] void stopAll(std::deque<Job> &running, double seconds) {
+  for (const Job &j : running) killTree(j.pid);
+  for (const Job &j : running) {
+    int ignored = 0;
+    while (waitpid(j.pid, &ignored, 0) < 0 && errno == EINTR) {
+    }
+  }
+  running.clear();
+  std::ostringstream msg;
+  msg << "the C compiler took more than the " << std::fixed << std::setprecision(1) << seconds << " s it was given: stopped";
+  fail(msg.str());
 }
 
 /// Waits for whichever of `running` ends first and removes it; on its failure, waits for the others too
 /// (no compiler outlives its working directory), then fails with its log. (The first to end, not the oldest:
 /// with two cores, SqueezeNet's second tile unit ended 0.08 s before the first, and its core stayed idle.)
-void finishAny(std::deque<Job> &running, const fs::path &dir) {
+/// Past `deadline` it stops them all and fails.
+void finishAny(std::deque<Job> &running, const fs::path &dir, const Deadline &deadline = {}, double seconds = 0) {
   for (;;) {
     for (auto it = running.begin(); it != running.end(); ++it) {
       int status = 0;
@@ -177,9 +221,22 @@ void finishAny(std::deque<Job> &running, const fs::path &dir) {
       }
       return;
     }
+    if (deadline && std::chrono::steady_clock::now() >= *deadline) stopAll(running, seconds);
     struct timespec pause{0, 1000000}; // 1 ms
     nanosleep(&pause, nullptr);
   }
+}
+
+/// Waits for all of `running`, each checked; the first failure is thrown after all ended (or were stopped at the
+/// deadline).
+void finishAll(std::deque<Job> &running, const fs::path &dir, const Deadline &deadline = {}, double seconds = 0) {
+  std::string failure;
+  while (!running.empty()) try {
+      finishAny(running, dir, deadline, seconds);
+    } catch (const Error &e) {
+      if (failure.empty()) failure = e.what();
+    }
+  if (!failure.empty()) fail(failure);
 }
 
 /// The name of a kernel file as a #line directive may spell it (messages only): characters a C string or a
@@ -205,7 +262,11 @@ bool buildsAtO2(std::string_view text) {
 /// (ResNet-50: 5.5 s of CPU in 48 compilers). The kernels marked for -O2 (register tiles, kBuildAtO2Line) go
 /// into units of their own, built at -O2. Then one link. What is compiled is the text that was hashed.
 void build(const fs::path &cache, const fs::path &so, const std::string &key, const std::vector<std::string> &files,
-           const std::vector<std::string> &texts, const std::string &entry, const std::string &cpu, const fs::path &dir) {
+           const std::vector<std::string> &texts, const std::string &entry, const std::string &cpu, const fs::path &dir,
+           double seconds = 0) {
+  const Deadline deadline = seconds > 0 ? Deadline(std::chrono::steady_clock::now() +
+                                                   std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds)))
+                                        : Deadline();
   // a private working directory (mkdtemp: 0700, a fresh name) inside the checked cache directory
   std::string work = (cache / (key.substr(0, 16) + ".tmp-XXXXXX")).string();
   if (!mkdtemp(work.data())) fail("cannot create a working directory in the kernel cache '" + cache.string() + "': " + std::strerror(errno));
@@ -263,7 +324,7 @@ void build(const fs::path &cache, const fs::path &so, const std::string &key, co
   std::vector<fs::path> objects;
   std::deque<Job> running;
   for (size_t i = 0; i < sources.size(); ++i) {
-    if (running.size() >= jobs) finishAny(running, dir);
+    if (running.size() >= jobs) finishAny(running, dir, deadline, seconds);
     objects.push_back(fs::path(work) / ("k" + std::to_string(i) + ".o"));
     std::vector<std::string> argv = common;
     if (i + 1 == sources.size()) argv.insert(argv.end(), std::begin(kEntryOptFlags), std::end(kEntryOptFlags));
@@ -273,13 +334,7 @@ void build(const fs::path &cache, const fs::path &so, const std::string &key, co
     running.push_back(spawn(argv, fs::path(work) / ("cc" + std::to_string(i) + ".log")));
   }
   // (every job is waited for, even after one failed: no compiler outlives its working directory)
-  std::string failure;
-  for (const Job &j : running) try {
-      finish(j, dir);
-    } catch (const Error &e) {
-      if (failure.empty()) failure = e.what();
-    }
-  if (!failure.empty()) fail(failure);
+  finishAll(running, dir, deadline, seconds);
   // link
   std::vector<std::string> link{cCompiler(), "-shared", "-o", tmpSo.string()};
   for (const fs::path &o : objects) link.push_back(o.string());
@@ -287,7 +342,8 @@ void build(const fs::path &cache, const fs::path &so, const std::string &key, co
 #if defined(__GLIBC__) && defined(__x86_64__)
   link.push_back("-lmvec"); // the vector exp2f/log2f/sinf/powf a kernel's SimdMath declarations call
 #endif
-  finish(spawn(link, fs::path(work) / "link.log"), dir);
+  std::deque<Job> linking{spawn(link, fs::path(work) / "link.log")};
+  finishAll(linking, dir, deadline, seconds);
   std::error_code ec;
   // owner-only permissions whatever the umask (a group- or world-writable object would be refused)
   if (::chmod(tmpSo.c_str(), 0700) != 0) fail("cannot store the compiled kernels: chmod '" + tmpSo.string() + "': " + std::strerror(errno));
@@ -355,11 +411,11 @@ std::string kernelTrampoline(size_t index, const std::string &symbol, size_t nbu
 }
 
 fs::path buildKernelObject(const fs::path &dir, const std::vector<std::string> &files, const std::string &entry,
-                           const std::string &cpu, const fs::path &into) {
+                           const std::string &cpu, const fs::path &into, double seconds) {
   std::vector<std::string> texts;
   for (const std::string &f : files) texts.push_back(readWhole((dir / f).string(), "kernel source"));
   fs::path so = into / "kernels.so";
-  build(into, so, "candidate-kernels", files, texts, entry, cpu, dir);
+  build(into, so, "candidate-kernels", files, texts, entry, cpu, dir, seconds);
   return so;
 }
 

@@ -68,8 +68,10 @@ fs::path cachedKernelObject(const fs::path &dir, const std::vector<std::string> 
 std::string kernelTrampoline(size_t index, const std::string &symbol, size_t nbufs, size_t nvars);
 
 /// The same shared object built into `into` (a directory of the caller's, private to it) as `into`/kernels.so,
-/// outside the cache: uopc --tune's candidates, built once and timed. Throws Error.
+/// outside the cache: uopc --tune's candidates, built once and timed. With `seconds` > 0 the compilers still
+/// running after that long are killed and it fails (a candidate whose build alone would spend the search's
+/// budget: sp_sum_ax0_4096's 1024 lanes unrolled 16 times, 38 s of gcc). Throws Error.
 fs::path buildKernelObject(const fs::path &dir, const std::vector<std::string> &files, const std::string &entry,
-                           const std::string &cpu, const fs::path &into);
+                           const std::string &cpu, const fs::path &into, double seconds = 0);
 
 } // namespace uopc
