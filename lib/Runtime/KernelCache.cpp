@@ -125,8 +125,9 @@ struct Job {
   fs::path log;
 };
 
-/// Starts `argv` with stdout and stderr into a new file `log`.
-Job spawn(std::vector<std::string> argv, const fs::path &log) {
+/// Starts `argv` with stdout and stderr into a new file `log`, in this process's environment but with TMPDIR
+/// `tmpdir` where one is given.
+Job spawn(std::vector<std::string> argv, const fs::path &log, const std::string &tmpdir = "") {
   std::vector<char *> cargv;
   for (std::string &a : argv) cargv.push_back(a.data());
   cargv.push_back(nullptr);
@@ -134,8 +135,17 @@ Job spawn(std::vector<std::string> argv, const fs::path &log) {
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
   posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  std::vector<std::string> env;
+  std::vector<char *> cenv;
+  if (!tmpdir.empty()) {
+    for (char **e = environ; *e; ++e)
+      if (std::strncmp(*e, "TMPDIR=", 7) != 0) env.push_back(*e);
+    env.push_back("TMPDIR=" + tmpdir);
+    for (std::string &e : env) cenv.push_back(e.data());
+    cenv.push_back(nullptr);
+  }
   pid_t pid;
-  int rc = posix_spawnp(&pid, cargv[0], &fa, nullptr, cargv.data(), environ);
+  int rc = posix_spawnp(&pid, cargv[0], &fa, nullptr, cargv.data(), tmpdir.empty() ? environ : cenv.data());
   posix_spawn_file_actions_destroy(&fa);
   if (rc != 0) fail("cannot run the C compiler '" + argv[0] + "': " + std::strerror(rc));
   return {pid, log};
@@ -331,7 +341,9 @@ void build(const fs::path &cache, const fs::path &so, const std::string &key, co
     else if (atO2[i]) argv.insert(argv.end(), std::begin(kTileOptFlags), std::end(kTileOptFlags));
     else argv.insert(argv.end(), std::begin(kKernelOptFlags), std::end(kKernelOptFlags));
     argv.insert(argv.end(), {"-c", sources[i].string(), "-o", objects.back().string()});
-    running.push_back(spawn(argv, fs::path(work) / ("cc" + std::to_string(i) + ".log")));
+    // (a build that may be stopped keeps the compilers' temporary files in its working directory, removed after:
+    // a killed cc1 leaves its ccXXXXXX.s behind in TMPDIR)
+    running.push_back(spawn(argv, fs::path(work) / ("cc" + std::to_string(i) + ".log"), deadline ? work : ""));
   }
   // (every job is waited for, even after one failed: no compiler outlives its working directory)
   finishAll(running, dir, deadline, seconds);
@@ -342,7 +354,7 @@ void build(const fs::path &cache, const fs::path &so, const std::string &key, co
 #if defined(__GLIBC__) && defined(__x86_64__)
   link.push_back("-lmvec"); // the vector exp2f/log2f/sinf/powf a kernel's SimdMath declarations call
 #endif
-  std::deque<Job> linking{spawn(link, fs::path(work) / "link.log")};
+  std::deque<Job> linking{spawn(link, fs::path(work) / "link.log", deadline ? work : "")};
   finishAll(linking, dir, deadline, seconds);
   std::error_code ec;
   // owner-only permissions whatever the umask (a group- or world-writable object would be refused)

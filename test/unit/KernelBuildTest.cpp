@@ -21,8 +21,8 @@ namespace {
 // a scratch directory with kernel k.c and a compiler script that sleeps `seconds` in a child, then fails
 struct SlowCompiler {
   fs::path dir;
-  std::string oldCc;
-  bool hadCc = false;
+  std::string oldCc, oldTmp;
+  bool hadCc = false, hadTmp = false;
   explicit SlowCompiler(int seconds) {
     std::string tmpl = (fs::temp_directory_path() / "uopc-build-test-XXXXXX").string();
     REQUIRE(mkdtemp(tmpl.data()));
@@ -30,14 +30,21 @@ struct SlowCompiler {
     std::ofstream(dir / "k.c") << "void k(float *o) { o[0] = 1.0f; }\n";
     fs::path cc = dir / "slow-cc";
     // (the child shell's $0 names this directory, so that the test finds its own child and no other's)
-    std::ofstream(cc) << "#!/bin/sh\n/bin/sh -c 'sleep " << seconds << "' " << dir.string() << "/child\nexit 1\n";
+    // (and it leaves a file in its TMPDIR, as a killed cc1 leaves its ccXXXXXX.s: the build's own directory)
+    std::ofstream(cc) << "#!/bin/sh\necho > \"$TMPDIR/ccleft.s\"\n/bin/sh -c 'sleep " << seconds << "' " << dir.string()
+                      << "/child\nexit 1\n";
     ::chmod(cc.c_str(), 0700);
     if (const char *old = std::getenv("UOPC_CC")) oldCc = old, hadCc = true;
     ::setenv("UOPC_CC", cc.c_str(), 1);
+    fs::create_directory(dir / "tmp");
+    if (const char *old = std::getenv("TMPDIR")) oldTmp = old, hadTmp = true;
+    ::setenv("TMPDIR", (dir / "tmp").c_str(), 1);
   }
   ~SlowCompiler() {
     if (hadCc) ::setenv("UOPC_CC", oldCc.c_str(), 1);
     else ::unsetenv("UOPC_CC");
+    if (hadTmp) ::setenv("TMPDIR", oldTmp.c_str(), 1);
+    else ::unsetenv("TMPDIR");
     std::error_code ec;
     fs::remove_all(dir, ec);
   }
@@ -67,6 +74,9 @@ TEST_CASE("a candidate's build past its seconds is stopped, its compiler's child
   CHECK(what.find("took more than the 0.5 s it was given: stopped") != std::string::npos);
   CHECK(took < 10);
   CHECK_FALSE(cc.childLeft());
+  // the compiler's temporary file went with the build's working directory, not into this process's TMPDIR
+  CHECK_FALSE(fs::exists(cc.dir / "tmp" / "ccleft.s"));
+  CHECK(fs::is_empty(cc.dir / "tmp"));
 }
 
 TEST_CASE("a build given no seconds waits for its compiler", "[kernelcache]") {
